@@ -1,0 +1,27 @@
+# Fresh clone: `make plan` runs the main job, `make test` runs the suite; both install into .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install plan test bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+plan: install
+	$(BIN)/optsched plan models/workloads/demo.json --table
+
+test: install
+	$(BIN)/python -m pytest -q
+
+bench: install
+	$(BIN)/python -m bench.planner
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Device catalogs and sample workloads shipped as data (installed as optsched.catalog)."""

@@ -1,0 +1,106 @@
+"""The `optsched` command: a thin view over the same Python API the REST service uses."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from optsched.errors import InvalidWorkload
+from optsched.plan import Plan
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Power- and deadline-aware placement of jobs on heterogeneous accelerators.",
+)
+stderr = Console(stderr=True)
+
+EXIT_PLAN, EXIT_NO_PLAN, EXIT_INVALID = 0, 1, 2
+
+
+@app.callback()
+def main() -> None:
+    """optsched: plan placements with a MILP (Pyomo + HiGHS)."""
+
+
+@app.command("plan")
+def plan_command(
+    workload: Annotated[Path, typer.Argument(help="Workload JSON file ('-' reads standard input).")],
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the plan JSON here.")] = None,
+    time_limit: Annotated[Optional[float], typer.Option("--time-limit", min=0.001, help="Seconds.")] = None,
+    gap: Annotated[Optional[float], typer.Option("--gap", min=0.0, max=1.0, help="Relative MIP gap.")] = None,
+    table: Annotated[bool, typer.Option("--table", help="Print a readable table instead of JSON.")] = False,
+) -> None:
+    """Plan WORKLOAD; exit 0 for a plan, 1 for infeasible/no_solution, 2 for invalid input."""
+    from optsched.planner import plan
+
+    source = sys.stdin.read() if str(workload) == "-" else workload
+    try:
+        result = plan(source, time_limit_s=time_limit, mip_gap=gap)
+    except InvalidWorkload as exc:
+        _print_invalid(exc)
+        raise typer.Exit(EXIT_INVALID)
+    document = json.dumps(result.model_dump(mode="json"), indent=2)
+    if output is not None:
+        _write_atomically(output, document + "\n")
+    if table:
+        print_plan_table(result, Console(width=None if sys.stdout.isatty() else 160))
+    elif output is None:
+        typer.echo(document)
+    for reason in result.diagnosis:
+        stderr.print(f"[bold red]infeasible:[/] {reason}", highlight=False)
+    for warning in result.warnings:
+        stderr.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    raise typer.Exit(EXIT_PLAN if result.feasible else EXIT_NO_PLAN)
+
+
+def _print_invalid(exc: InvalidWorkload) -> None:
+    stderr.print(f"[bold red]invalid workload[/] ({len(exc.errors)} problem(s)):", highlight=False)
+    for error in exc.errors:
+        stderr.print(f"  {error}", highlight=False, markup=False)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write beside the target and rename, so a reader never sees half a plan."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def print_plan_table(plan: Plan, console: Console) -> None:
+    gap = "-" if plan.gap is None else f"{plan.gap:.2%}"
+    objective = "-" if plan.objective is None else f"{plan.objective:,.4g}"
+    console.print(
+        f"[bold]{plan.workload}[/]: {plan.status.value}, {plan.objective_name} = {objective} "
+        f"(gap {gap}), power {plan.power_w:,.0f} W, solved in {plan.solve_seconds:.2f} s",
+        highlight=False,
+    )
+    jobs = Table("job", "priority", "admitted", "speedup", "runtime h", "deadline h", "met", "devices (count x cap W)")
+    for p in plan.placements:
+        jobs.add_row(
+            p.job,
+            p.priority,
+            "yes" if p.admitted else "no",
+            f"{p.speedup:.3f}" if p.admitted else "-",
+            f"{p.runtime_hours:.2f}" if p.runtime_hours is not None else "-",
+            f"{p.deadline_hours:g}" if p.deadline_hours is not None else "-",
+            {True: "yes", False: "NO", None: "-"}[p.meets_deadline],
+            ", ".join(f"{a.device} {a.count}x{a.cap_w:g}W" for a in p.allocations) or "-",
+        )
+    console.print(jobs)
+    power = Table("power scope", "drawn W", "budget W")
+    power.add_row("fleet", f"{plan.power_w:,.0f}", _watts(plan.budget_w))
+    for domain, watts in plan.power_by_domain.items():
+        power.add_row(domain, f"{watts:,.0f}", _watts(plan.budget_by_domain.get(domain)))
+    console.print(power)
+
+
+def _watts(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"

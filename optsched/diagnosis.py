@@ -1,0 +1,122 @@
+"""Plain-language reasons why a workload has no feasible plan."""
+
+from __future__ import annotations
+
+import time
+
+import pyomo.environ as pyo
+
+from optsched.data import ModelData, eligible
+from optsched.objectives import OBJECTIVES
+from optsched.solver import Outcome, Runner
+
+# Each least-power probe of an infeasible workload gets this long; a probe that times out says nothing.
+PROBE_TIME_LIMIT_S = 5.0
+
+
+def _must_run(data: ModelData) -> list[int]:
+    admit_all = OBJECTIVES[data.workload.objective].admit_all
+    return [j for j, job in enumerate(data.jobs) if job.is_hard or admit_all]
+
+
+def _who(data: ModelData, j: int) -> str:
+    job = data.jobs[j]
+    return f"{job.priority.value} job {job.id!r}"
+
+
+def precheck(data: ModelData) -> list[str]:
+    """Reasons that need no solve: a must-run job with no eligible device or no way to meet its deadline, idle over budget."""
+    reasons = []
+    for j in _must_run(data):
+        reasons.extend(_job_reasons(data, j))
+    reasons.extend(_idle_reasons(data))
+    return reasons
+
+
+def _job_reasons(data: ModelData, j: int) -> list[str]:
+    job = data.jobs[j]
+    if not data.options_of_job[j]:
+        return [f"{_who(data, j)} cannot run at all: {_why_no_device(data, j)}"]
+    if data.eligible_devices(j) < job.min_devices:
+        return [
+            f"{_who(data, j)} needs at least {job.min_devices} devices but only "
+            f"{data.eligible_devices(j)} eligible devices exist"
+        ]
+    if job.deadline_hours is not None:
+        best = job.work_hours / data.best_speedup(j)
+        if best > job.deadline_hours * (1 + 1e-6):
+            return [
+                f"{_who(data, j)} misses its deadline even on its {data.max_devices(j)} fastest eligible devices "
+                f"at the fastest level: best runtime {best:.3g} h > deadline {job.deadline_hours:.3g} h"
+            ]
+    return []
+
+
+def _why_no_device(data: ModelData, j: int) -> str:
+    job = data.jobs[j]
+    allowed = [g for g in data.groups if job.allowed_models is None or g.model in job.allowed_models]
+    if not allowed:
+        return f"no device is of an allowed model {list(job.allowed_models or ())}"
+    if job.memory_gb is not None and not any(eligible(job, g) for g in allowed):
+        most = max((g.memory_gb or 0.0 for g in allowed), default=0.0)
+        return f"no device has {job.memory_gb:g} GB of memory (largest allowed: {most:g} GB)"
+    return "no eligible device"
+
+
+def _idle_reasons(data: ModelData) -> list[str]:
+    power = data.workload.power
+    reasons = []
+    if power.budget_w is not None and data.idle_power_w > power.budget_w:
+        reasons.append(
+            f"the idle draw of all devices ({data.idle_power_w:,.0f} W) already exceeds the global budget "
+            f"({power.budget_w:,.0f} W) by {data.idle_power_w - power.budget_w:,.0f} W"
+        )
+    for domain, budget in sorted(power.domains.items()):
+        idle = data.idle_power_of_domain(domain)
+        if idle > budget:
+            reasons.append(
+                f"the idle draw of domain {domain!r} ({idle:,.0f} W) already exceeds its budget "
+                f"({budget:,.0f} W) by {idle - budget:,.0f} W"
+            )
+    return reasons
+
+
+def diagnose_infeasible(data: ModelData) -> list[str]:
+    """For each budget, the least power the must-run jobs need there (other budgets lifted); then joint conflicts."""
+    from optsched.model import build_model, power_expression
+
+    power = data.workload.power
+    budgets = ([(None, power.budget_w)] if power.budget_w is not None else []) + sorted(power.domains.items())
+    must = [data.jobs[j].id for j in _must_run(data)]
+    reasons = []
+    for domain, budget in budgets:
+        least = _least_power(data, domain, build_model, power_expression)
+        if least is not None and least > budget * (1 + 1e-9) + 1e-6:
+            where = "the whole fleet" if domain is None else f"domain {domain!r}"
+            reasons.append(
+                f"the must-run jobs {must} need at least {least:,.0f} W in {where}; the budget is "
+                f"{budget:,.0f} W (short by {least - budget:,.0f} W)"
+            )
+    if reasons:
+        return reasons
+    if _least_power(data, None, build_model, power_expression) is None:
+        return [f"the must-run jobs {must} cannot all be placed at once, even with unlimited power: "
+                "together they need more eligible devices (or faster ones for their deadlines) than exist"]
+    return [f"each power budget can be met on its own, but not all together with the must-run jobs {must} placed"]
+
+
+def _least_power(data: ModelData, domain, build_model, power_expression) -> float | None:
+    """min power in `domain` (None = whole fleet) with must-run jobs placed and every power budget lifted; None if impossible."""
+    from optsched.model import groups_in
+
+    if not any(data.options_of_group[g] for g in groups_in(data, domain)):
+        return sum(data.groups[g].idle_w * data.groups[g].count for g in groups_in(data, domain))
+    m = build_model(data)
+    if hasattr(m, "power_budget"):
+        m.power_budget.deactivate()
+    m.objective.deactivate()
+    m.least_power = pyo.Objective(expr=power_expression(m, data, domain), sense=pyo.minimize)
+    result = Runner(time.monotonic() + PROBE_TIME_LIMIT_S, mip_gap=1e-6).solve(m)
+    if result.outcome == Outcome.infeasible:
+        return None
+    return result.bound if result.bound is not None else None

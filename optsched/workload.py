@@ -1,0 +1,228 @@
+"""The workload: device groups, jobs and power budgets (typed, frozen, validated as a whole)."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from optsched.catalog_lookup import catalog_entry
+from optsched.errors import FieldError, InvalidWorkload
+
+
+class Priority(StrEnum):
+    critical = "critical"
+    high = "high"
+    normal = "normal"
+    low = "low"
+
+
+PRIORITY_WEIGHT: Mapping[Priority, float] = {
+    Priority.critical: 8.0,
+    Priority.high: 4.0,
+    Priority.normal: 2.0,
+    Priority.low: 1.0,
+}
+HARD_PRIORITIES = frozenset({Priority.critical, Priority.high})
+
+Id = Annotated[str, Field(min_length=1, max_length=200)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegativeFloat = Annotated[float, Field(ge=0)]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class PowerLevel(Frozen):
+    cap_w: PositiveFloat = Field(description="Power cap of one device at this level, in watts.")
+    speed: PositiveFloat = Field(description="Speed relative to the reference device (1.0).")
+
+
+class DeviceGroup(Frozen):
+    id: Id
+    model: Id = Field(description="Device model, e.g. H100-SXM; catalog models fill the fields left out.")
+    count: int = Field(ge=1, le=1_000_000, description="Number of identical devices in the group.")
+    memory_gb: PositiveFloat | None = None
+    domain: Id | None = Field(default=None, description="Power domain (rack, PDU) the group belongs to.")
+    idle_w: NonNegativeFloat = Field(default=0.0, description="Draw of each device no job uses, in watts.")
+    power_levels: tuple[PowerLevel, ...] = Field(default=(), max_length=64)
+
+    @model_validator(mode="before")
+    @classmethod
+    def fill_from_catalog(cls, data: Any) -> Any:
+        """Fields left out are taken from the shipped catalog when the model is known."""
+        if not isinstance(data, dict) or not isinstance(data.get("model"), str):
+            return data
+        entry = catalog_entry(data["model"])
+        if entry is None:
+            return data
+        filled = dict(data)
+        for key in ("power_levels", "memory_gb", "idle_w"):
+            if filled.get(key) is None and key in entry:
+                filled[key] = entry[key]
+        return filled
+
+
+class Job(Frozen):
+    id: Id
+    work_hours: PositiveFloat = Field(description="Hours the job needs on one reference device.")
+    parallel_fraction: float = Field(ge=0, le=1, description="Amdahl parallel fraction p.")
+    priority: Priority = Priority.normal
+    weight: PositiveFloat = 1.0
+    deadline_hours: PositiveFloat | None = None
+    min_devices: int = Field(default=1, ge=1, le=1_000_000)
+    max_devices: int | None = Field(default=None, ge=1, le=1_000_000)
+    memory_gb: NonNegativeFloat | None = Field(default=None, description="Memory needed on each device.")
+    allowed_models: tuple[Id, ...] | None = None
+    speed_on: dict[Id, PositiveFloat] = Field(
+        default_factory=dict, description="Model -> multiplier of that model's speed for this job."
+    )
+
+    @property
+    def is_hard(self) -> bool:
+        return self.priority in HARD_PRIORITIES
+
+    @property
+    def objective_weight(self) -> float:
+        return PRIORITY_WEIGHT[self.priority] * self.weight
+
+
+class Power(Frozen):
+    budget_w: NonNegativeFloat | None = Field(default=None, description="Cap on the whole fleet, in watts.")
+    domains: dict[Id, NonNegativeFloat] = Field(default_factory=dict, description="Cap per power domain, in watts.")
+
+
+class Options(Frozen):
+    time_limit_s: float = Field(default=30.0, gt=0, le=86_400)
+    mip_gap: float = Field(default=1e-4, ge=0, le=1)
+
+
+class Workload(Frozen):
+    name: str = Field(default="workload", max_length=200)
+    devices: tuple[DeviceGroup, ...] = Field(min_length=1)
+    jobs: tuple[Job, ...] = ()
+    power: Power = Power()
+    objective: str = "weighted_speedup"
+    options: Options = Options()
+
+    @field_validator("objective")
+    @classmethod
+    def known_objective(cls, name: str) -> str:
+        from optsched.objectives import OBJECTIVES
+
+        if name not in OBJECTIVES:
+            raise ValueError(f"unknown objective {name!r}; choose one of {sorted(OBJECTIVES)}")
+        return name
+
+    @model_validator(mode="after")
+    def consistent(self) -> Workload:
+        problems = _semantic_problems(self)
+        if problems:
+            raise _SemanticProblems(problems)
+        return self
+
+    @classmethod
+    def load(cls, source: Workload | Mapping[str, Any] | str | Path) -> Workload:
+        """A workload from an object, a dict, a JSON file path or a JSON string; InvalidWorkload lists every problem."""
+        if isinstance(source, Workload):
+            return source
+        if isinstance(source, (str, Path)):
+            source = _read_json(source)
+        try:
+            return cls.model_validate(source)
+        except ValidationError as exc:
+            raise InvalidWorkload(field_errors(exc)) from None
+
+
+class _SemanticProblems(ValueError):
+    """Cross-field problems, carried through pydantic so that each keeps its own path."""
+
+    def __init__(self, problems: list[FieldError]):
+        super().__init__("; ".join(f"{p.path}: {p.message}" for p in problems))
+        self.problems = problems
+
+
+def _semantic_problems(w: Workload) -> list[FieldError]:
+    problems: list[FieldError] = []
+    for kind, items in (("devices", w.devices), ("jobs", w.jobs)):
+        seen: dict[str, int] = {}
+        for i, item in enumerate(items):
+            if item.id in seen:
+                problems.append(FieldError(f"{kind}[{i}].id", f"duplicate id {item.id!r} (also {kind}[{seen[item.id]}])"))
+            seen.setdefault(item.id, i)
+    for i, d in enumerate(w.devices):
+        if not d.power_levels:
+            problems.append(
+                FieldError(
+                    f"devices[{i}].power_levels",
+                    f"device {d.id!r} has no power level and model {d.model!r} is not in the catalog",
+                )
+            )
+    for i, j in enumerate(w.jobs):
+        if j.max_devices is not None and j.min_devices > j.max_devices:
+            problems.append(
+                FieldError(f"jobs[{i}].min_devices", f"min_devices {j.min_devices} > max_devices {j.max_devices}")
+            )
+    return problems
+
+
+def field_errors(exc: ValidationError) -> list[FieldError]:
+    """Flatten pydantic's errors into (JSON path, message) pairs, expanding our cross-field problems."""
+    out: list[FieldError] = []
+    for err in exc.errors(include_url=False):
+        cause = (err.get("ctx") or {}).get("error")
+        prefix = _json_path(err["loc"])
+        if isinstance(cause, _SemanticProblems):
+            out.extend(FieldError(_join(prefix, p.path), p.message) for p in cause.problems)
+        else:
+            out.append(FieldError(prefix, err["msg"]))
+    return out
+
+
+def _json_path(loc: tuple[Any, ...]) -> str:
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def _join(prefix: str, path: str) -> str:
+    return f"{prefix}.{path}" if prefix else path
+
+
+def _read_json(source: str | Path) -> Any:
+    text = str(source)
+    if isinstance(source, str) and text.lstrip().startswith("{"):
+        raw = text
+    else:
+        try:
+            raw = Path(source).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InvalidWorkload([FieldError("", f"cannot read {text}: {exc.strerror}")]) from None
+    try:
+        return json.loads(raw, parse_constant=_reject_constant)
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise InvalidWorkload([FieldError("", f"not valid JSON: {exc}")]) from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def workload_warnings(w: Workload) -> list[str]:
+    """Suspicious but valid input: names that match nothing."""
+    models = {d.model for d in w.devices}
+    domains = {d.domain for d in w.devices if d.domain is not None}
+    warnings: list[str] = []
+    for j in w.jobs:
+        for m in sorted(set(j.allowed_models or ()) - models):
+            warnings.append(f"job {j.id!r}: allowed model {m!r} matches no device")
+        for m in sorted(set(j.speed_on) - models):
+            warnings.append(f"job {j.id!r}: speed_on model {m!r} matches no device")
+    for name in sorted(set(w.power.domains) - domains):
+        warnings.append(f"power.domains: domain {name!r} has no devices")
+    return warnings

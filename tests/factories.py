@@ -1,0 +1,74 @@
+"""Small workload builders and hypothesis strategies for tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+MODELS = ("fast", "mid", "slow")
+
+
+def device(id: str, model: str, count: int, levels: list[tuple[float, float]], **extra: Any) -> dict[str, Any]:
+    return {"id": id, "model": model, "count": count, "power_levels": [{"cap_w": c, "speed": s} for c, s in levels], **extra}
+
+
+def job(id: str, work: float = 10.0, p: float = 0.9, **extra: Any) -> dict[str, Any]:
+    return {"id": id, "work_hours": work, "parallel_fraction": p, **extra}
+
+
+def workload(devices, jobs, **extra: Any) -> dict[str, Any]:
+    return {"name": "t", "devices": devices, "jobs": jobs, **extra}
+
+
+@st.composite
+def levels(draw) -> list[tuple[float, float]]:
+    n = draw(st.integers(1, 2))
+    caps = sorted(draw(st.lists(st.sampled_from([50.0, 100.0, 150.0, 200.0, 300.0]), min_size=n, max_size=n, unique=True)))
+    speeds = sorted(draw(st.lists(st.sampled_from([0.5, 0.7, 1.0, 1.3, 2.0]), min_size=n, max_size=n)))
+    return list(zip(caps, speeds))
+
+
+@st.composite
+def tiny_workloads(draw, max_jobs: int = 3, max_groups: int = 2, max_count: int = 3) -> dict[str, Any]:
+    """Workloads small enough for the brute-force oracle, with every feature switched on at random."""
+    n_groups = draw(st.integers(1, max_groups))
+    devices = []
+    for g in range(n_groups):
+        extra = {"idle_w": draw(st.sampled_from([0.0, 10.0, 30.0]))}
+        if draw(st.booleans()):
+            extra["domain"] = draw(st.sampled_from(["r1", "r2"]))
+        if draw(st.booleans()):
+            extra["memory_gb"] = draw(st.sampled_from([16.0, 40.0, 80.0]))
+        devices.append(device(f"g{g}", MODELS[g % 3], draw(st.integers(1, max_count)), draw(levels()), **extra))
+    jobs = []
+    for j in range(draw(st.integers(1, max_jobs))):
+        extra: dict[str, Any] = {
+            "priority": draw(st.sampled_from(["critical", "high", "normal", "low"])),
+            "weight": draw(st.sampled_from([0.5, 1.0, 3.0])),
+        }
+        if draw(st.booleans()):
+            extra["deadline_hours"] = draw(st.sampled_from([2.0, 5.0, 10.0, 30.0]))
+        if draw(st.integers(0, 3)) == 0:
+            extra["max_devices"] = draw(st.integers(1, 3))
+        if draw(st.integers(0, 3)) == 0:
+            extra["min_devices"] = draw(st.integers(1, 2))
+            extra["max_devices"] = max(extra.get("max_devices", 2), extra["min_devices"])
+        if draw(st.integers(0, 3)) == 0:
+            extra["memory_gb"] = draw(st.sampled_from([20.0, 60.0]))
+        if draw(st.integers(0, 3)) == 0:
+            extra["allowed_models"] = draw(st.lists(st.sampled_from(MODELS), min_size=1, max_size=2, unique=True))
+        if draw(st.integers(0, 3)) == 0:
+            extra["speed_on"] = {draw(st.sampled_from(MODELS)): draw(st.sampled_from([0.5, 1.5]))}
+        p = draw(st.sampled_from([0.0, 0.5, 0.9, 0.99, 1.0]))
+        jobs.append(job(f"j{j}", work=draw(st.sampled_from([1.0, 10.0, 40.0])), p=p, **extra))
+    power: dict[str, Any] = {}
+    peak = sum(d["count"] * max(lv["cap_w"] for lv in d["power_levels"]) for d in devices)
+    if draw(st.booleans()):
+        power["budget_w"] = round(peak * draw(st.sampled_from([0.3, 0.6, 0.9, 1.2])))
+    domains = {d["domain"] for d in devices if "domain" in d}
+    if domains and draw(st.booleans()):
+        name = sorted(domains)[0]
+        power["domains"] = {name: round(peak * draw(st.sampled_from([0.2, 0.5])))}
+    objective = draw(st.sampled_from(["weighted_speedup", "weighted_speedup", "min_power"]))
+    return workload(devices, jobs, power=power, objective=objective, options={"time_limit_s": 20, "mip_gap": 1e-7})
