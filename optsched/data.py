@@ -108,6 +108,9 @@ class ModelData:
         if job.deadline_hours is None:
             return 0.0
         p = job.parallel_fraction
+        if p == 0.0:
+            # Serial: runtime W / s_host, so the host alone must be fast enough (equality meets the deadline).
+            return 0.0 if o.speed * job.deadline_hours >= job.work_hours * (1 - 1e-12) else None
         slack = job.deadline_hours / job.work_hours - (1.0 - p) / o.speed
         if slack <= MIN_DEADLINE_SLACK * max(1.0, job.deadline_hours / job.work_hours):
             return None

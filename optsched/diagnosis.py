@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import time
 
-import pyomo.environ as pyo
-
 from optsched.data import ModelData, eligible
 from optsched.objectives import OBJECTIVES
-from optsched.solver import Outcome, Runner
+from optsched.solver import Outcome
 
 # Each least-power probe of an infeasible workload gets this long; a probe that times out says nothing.
 PROBE_TIME_LIMIT_S = 5.0
@@ -83,14 +81,12 @@ def _idle_reasons(data: ModelData) -> list[str]:
 
 def diagnose_infeasible(data: ModelData) -> list[str]:
     """For each budget, the least power the must-run jobs need there (other budgets lifted); then joint conflicts."""
-    from optsched.model import build_model, power_expression
+    from optsched.model import budgets
 
-    power = data.workload.power
-    budgets = ([(None, power.budget_w)] if power.budget_w is not None else []) + sorted(power.domains.items())
     must = [data.jobs[j].id for j in _must_run(data)]
     reasons = []
-    for domain, budget in budgets:
-        least = _least_power(data, domain, build_model, power_expression)
+    for domain, budget in budgets(data):
+        least = _least_power(data, domain)
         if least is not None and least > budget * (1 + 1e-9) + 1e-6:
             where = "the whole fleet" if domain is None else f"domain {domain!r}"
             reasons.append(
@@ -99,24 +95,24 @@ def diagnose_infeasible(data: ModelData) -> list[str]:
             )
     if reasons:
         return reasons
-    if _least_power(data, None, build_model, power_expression) is None:
-        return [f"the must-run jobs {must} cannot all be placed at once, even with unlimited power: "
-                "together they need more eligible devices (or faster ones for their deadlines) than exist"]
+    if _least_power(data, None) is None:
+        return [
+            f"the must-run jobs {must} cannot all be placed at once, even with unlimited power: "
+            "together they need more eligible devices (or faster ones for their deadlines) than exist"
+        ]
     return [f"each power budget can be met on its own, but not all together with the must-run jobs {must} placed"]
 
 
-def _least_power(data: ModelData, domain, build_model, power_expression) -> float | None:
-    """min power in `domain` (None = whole fleet) with must-run jobs placed and every power budget lifted; None if impossible."""
-    from optsched.model import groups_in
+def _least_power(data: ModelData, domain: str | None) -> float | None:
+    """min power in `domain` (None = fleet) with must-run jobs placed and every budget lifted; None if impossible."""
+    from optsched.model import build_model, power_terms
 
-    if not any(data.options_of_group[g] for g in groups_in(data, domain)):
-        return sum(data.groups[g].idle_w * data.groups[g].count for g in groups_in(data, domain))
-    m = build_model(data)
-    if hasattr(m, "power_budget"):
-        m.power_budget.deactivate()
-    m.objective.deactivate()
-    m.least_power = pyo.Objective(expr=power_expression(m, data, domain), sense=pyo.minimize)
-    result = Runner(time.monotonic() + PROBE_TIME_LIMIT_S, mip_gap=1e-6).solve(m)
+    idle, terms = power_terms(data, domain)
+    if not terms:
+        return idle
+    b = build_model(data, with_budgets=False)
+    b.set_objective(terms, idle, maximise=False)
+    result = b.solve(wall_deadline=time.monotonic() + PROBE_TIME_LIMIT_S, mip_gap=1e-6)
     if result.outcome == Outcome.infeasible:
         return None
-    return result.bound if result.bound is not None else None
+    return result.bound

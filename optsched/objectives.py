@@ -1,13 +1,12 @@
-"""Objectives, registered in one place; each has one signature: add(m, data) sets m.objective."""
+"""Objectives, registered in one place; each has one signature: add(builder, data) -> tie-break weight."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Literal
 
-import pyomo.environ as pyo
-
 if TYPE_CHECKING:
+    from optsched.backends import Builder, Term
     from optsched.data import ModelData
 
 # The tie-break term may move the primary objective by at most this share of the requested gap,
@@ -20,7 +19,7 @@ class Objective:
     name: str
     sense: Literal["max", "min"]
     admit_all: bool  # every job must be admitted (and so meet its deadline)
-    add: Callable[[pyo.ConcreteModel, "ModelData"], None]
+    add: Callable[["Builder", "ModelData"], float]  # sets the objective, returns the tie-break weight
     value: Callable[[float, float], float]  # exact value from (weighted speedup, power in W)
     description: str
 
@@ -33,8 +32,8 @@ def register(objective: Objective) -> Objective:
     return objective
 
 
-def _weighted_speedup(m: pyo.ConcreteModel, data: "ModelData"):
-    return sum(job.objective_weight * m.S[j] for j, job in enumerate(data.jobs))
+def _speedup_terms(data: "ModelData", scale: float = 1.0) -> list["Term"]:
+    return [("S", j, scale * job.objective_weight) for j, job in enumerate(data.jobs)]
 
 
 def _tie_break_weight(data: "ModelData", scale: float, spread: float) -> float:
@@ -42,27 +41,36 @@ def _tie_break_weight(data: "ModelData", scale: float, spread: float) -> float:
     return TIE_BREAK_SHARE * gap * scale / max(spread, 1e-9)
 
 
-def _add_weighted_speedup(m: pyo.ConcreteModel, data: "ModelData") -> None:
-    """max sum_j w_j S_j - eps * P  (eps so small that power only breaks ties)."""
-    from optsched.model import power_expression
-
-    smallest_gain = min(
+def _smallest_gain(data: "ModelData") -> float:
+    return min(
         (job.objective_weight * data.best_speedup(j) for j, job in enumerate(data.jobs) if data.options_of_job[j]),
         default=1.0,
     )
-    eps = _tie_break_weight(data, smallest_gain, data.peak_power_w)
-    m.tie_break_weight = eps
-    m.objective = pyo.Objective(expr=_weighted_speedup(m, data) - eps * power_expression(m, data), sense=pyo.maximize)
 
 
-def _add_min_power(m: pyo.ConcreteModel, data: "ModelData") -> None:
+def _most_speedup(data: "ModelData") -> float:
+    return sum(job.objective_weight * data.best_speedup(j) for j, job in enumerate(data.jobs))
+
+
+def _add_weighted_speedup(b: "Builder", data: "ModelData") -> float:
+    """max sum_j w_j S_j - eps * P  (eps so small that power only breaks ties)."""
+    from optsched.model import power_terms
+
+    eps = _tie_break_weight(data, _smallest_gain(data), data.peak_power_w)
+    idle, power = power_terms(data)
+    b.set_objective(_speedup_terms(data) + [(v, k, -eps * c) for v, k, c in power], -eps * idle, maximise=True)
+    return eps
+
+
+def _add_min_power(b: "Builder", data: "ModelData") -> float:
     """min P - eps * sum_j w_j S_j  (W; every job admitted; speedup only breaks ties)."""
-    from optsched.model import power_expression
+    from optsched.model import power_terms
 
-    most_speedup = sum(job.objective_weight * data.best_speedup(j) for j, job in enumerate(data.jobs))
-    eps = _tie_break_weight(data, max(data.idle_power_w, 1.0), most_speedup)
-    m.tie_break_weight = eps
-    m.objective = pyo.Objective(expr=power_expression(m, data) - eps * _weighted_speedup(m, data), sense=pyo.minimize)
+    cheapest = min((o.cap_w for o in data.options), default=1.0)
+    eps = _tie_break_weight(data, max(data.idle_power_w, cheapest, 1.0), _most_speedup(data))
+    idle, power = power_terms(data)
+    b.set_objective(power + _speedup_terms(data, -eps), idle, maximise=False)
+    return eps
 
 
 register(

@@ -1,17 +1,14 @@
-"""HiGHS through Pyomo's persistent interface, with a wall-clock watchdog, warm starts and one status map."""
+"""Running HiGHS: a wall-clock watchdog, warm starts, LP relaxations, and one map from HiGHS statuses to ours."""
 
 from __future__ import annotations
 
 import logging
-import math
 import time
 from dataclasses import dataclass
 from enum import Enum
 
+import highspy
 import numpy as np
-import pyomo.environ as pyo
-from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
-from pyomo.contrib.solver.solvers.highs import Highs
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +17,7 @@ WATCHDOG_GRACE_S = 0.5
 
 
 class Outcome(Enum):
-    """What one MILP solve ended with, in our terms."""
+    """What one solve ended with, in our terms."""
 
     optimal = "optimal"
     limit_with_solution = "limit_with_solution"
@@ -29,107 +26,116 @@ class Outcome(Enum):
     error = "error"
 
 
-def map_termination(termination: TerminationCondition, solution: SolutionStatus) -> Outcome:
-    """Every Pyomo termination condition to our Outcome; anything unknown is logged and treated as an error."""
-    has_solution = solution in (SolutionStatus.feasible, SolutionStatus.optimal)
-    if termination == TerminationCondition.convergenceCriteriaSatisfied:
+_MS = highspy.HighsModelStatus
+_LIMITS = {
+    _MS.kTimeLimit,
+    _MS.kIterationLimit,
+    _MS.kSolutionLimit,
+    _MS.kInterrupt,
+    _MS.kHighsInterrupt,
+    _MS.kObjectiveBound,
+    _MS.kObjectiveTarget,
+    _MS.kMemoryLimit,
+}
+_ERRORS = {_MS.kLoadError, _MS.kModelError, _MS.kPresolveError, _MS.kSolveError, _MS.kPostsolveError, _MS.kNotset}
+
+
+def map_status(status, has_solution: bool) -> Outcome:
+    """Every HiGHS model status to our Outcome; an unknown one is logged and kept only if it left a solution."""
+    if status == _MS.kOptimal:
         return Outcome.optimal
-    if termination in (
-        TerminationCondition.maxTimeLimit,
-        TerminationCondition.iterationLimit,
-        TerminationCondition.objectiveLimit,
-        TerminationCondition.interrupted,
-        TerminationCondition.minStepLength,
-    ):
+    if status in _LIMITS:
         return Outcome.limit_with_solution if has_solution else Outcome.limit_without_solution
-    if termination in (TerminationCondition.provenInfeasible, TerminationCondition.locallyInfeasible):
+    # Every variable of our models is bounded, so "unbounded or infeasible" can only be infeasible.
+    if status in (_MS.kInfeasible, _MS.kUnboundedOrInfeasible):
         return Outcome.infeasible
-    if termination == TerminationCondition.infeasibleOrUnbounded:
-        # Every variable of our model is bounded, so "infeasible or unbounded" can only be infeasible.
-        return Outcome.infeasible
-    log.warning("HiGHS ended with %s (%s); treating it as a solver error", termination, solution)
+    if status in _ERRORS:
+        log.error("HiGHS failed with %s", status)
+        return Outcome.error
+    log.warning("HiGHS ended with unexpected status %s", status)
     return Outcome.limit_with_solution if has_solution else Outcome.error
 
 
 @dataclass(frozen=True)
 class SolveResult:
     outcome: Outcome
-    incumbent: float | None  # the model's objective at the incumbent
-    bound: float | None  # the solver's proven bound on the model's objective
+    incumbent: float | None  # the model's objective at the returned point
+    bound: float | None  # proven bound on the model's objective
     seconds: float
+    values: np.ndarray | None  # column values of the returned point
+    nodes: int = 0
 
 
-class WatchedHighs(Highs):
-    """Pyomo's persistent HiGHS with a hard wall-clock deadline (cancelSolve) and an optional warm start."""
+def new_highs() -> highspy.Highs:
+    return configure(highspy.Highs())
 
-    # Class defaults, not __init__: Pyomo's set_instance re-runs __init__ on the instance.
-    wall_deadline: float = math.inf
-    warm_start: dict[int, float] | None = None  # id(pyomo var) -> value
 
-    def _solve(self):
-        config = self._active_config
-        h = self._solver_model
-        h.setOptionValue("output_flag", bool(config.tee))
-        if config.threads is not None:
-            h.setOptionValue("threads", config.threads)
-        remaining = self.wall_deadline - time.monotonic()
-        limit = max(0.05, min(remaining, config.time_limit if config.time_limit is not None else math.inf))
-        h.setOptionValue("time_limit", limit)
-        if config.rel_gap is not None:
-            h.setOptionValue("mip_rel_gap", config.rel_gap)
-        for key, option in config.solver_options.items():
-            h.setOptionValue(key, option)
-        if self.warm_start:
-            self._set_warm_start(h)
+def configure(h: highspy.Highs) -> highspy.Highs:
+    """Our HiGHS options, the same whichever backend built the model."""
+    h.setOptionValue("output_flag", False)
+    # Measured on bench/ instances: presolve costs more than it saves on these models (bench/results/planner.md).
+    h.setOptionValue("presolve", "off")
+    return h
+
+
+def run_highs(
+    h: highspy.Highs,
+    *,
+    wall_deadline: float,
+    mip_gap: float,
+    threads: int | None = None,
+    warm_start: tuple[np.ndarray, np.ndarray] | None = None,
+    relax: bool = False,
+) -> SolveResult:
+    """Solve what `h` holds until `wall_deadline` (time.monotonic); `relax` solves the LP relaxation instead."""
+    started = time.perf_counter()
+    limit = max(0.01, wall_deadline - time.monotonic())
+    h.setOptionValue("time_limit", limit)
+    h.setOptionValue("mip_rel_gap", mip_gap)
+    if threads is not None:
+        h.setOptionValue("threads", threads)
+    integer_cols = _relax(h) if relax else None
+    if warm_start is not None and not relax:
+        h.setSolution(len(warm_start[0]), warm_start[0], warm_start[1])
+    try:
         h.startSolve()
         finished, _ = h.wait(limit + WATCHDOG_GRACE_S)
         if not finished:
             log.warning("HiGHS overran its %.2f s limit; interrupting it", limit)
             h.cancelSolve()
             h.wait()
-        return self._postsolve(_NullStream())
-
-    def _set_warm_start(self, h) -> None:
-        index, values = [], []
-        for var_id, value in self.warm_start.items():
-            col = self._pyomo_var_to_solver_var_map.get(var_id)
-            if col is not None:
-                index.append(col)
-                values.append(value)
-        if index:
-            h.setSolution(len(index), np.asarray(index, dtype=np.int32), np.asarray(values, dtype=np.float64))
+        return _result(h, time.perf_counter() - started, relax)
+    finally:
+        if integer_cols is not None and len(integer_cols):
+            h.changeColsIntegrality(len(integer_cols), integer_cols, np.ones(len(integer_cols), dtype=np.uint8))
 
 
-class _NullStream:
-    def getvalue(self) -> str:
-        return ""
+def _relax(h: highspy.Highs) -> np.ndarray:
+    lp = h.getLp()
+    integrality = np.asarray(lp.integrality_, dtype=np.uint8)
+    cols = np.flatnonzero(integrality).astype(np.int32)
+    if len(cols):
+        h.changeColsIntegrality(len(cols), cols, np.zeros(len(cols), dtype=np.uint8))
+    return cols
 
 
-class Runner:
-    """Solves one model repeatedly (cuts are added between solves) until a shared wall-clock deadline."""
-
-    def __init__(self, wall_deadline: float, mip_gap: float, threads: int | None = None):
-        self.solver = WatchedHighs()
-        self.solver.wall_deadline = wall_deadline
-        self.mip_gap = mip_gap
-        self.threads = threads
-
-    def solve(self, m: pyo.ConcreteModel, warm_start: dict[int, float] | None = None) -> SolveResult:
-        self.solver.warm_start = warm_start
-        start = time.perf_counter()
-        results = self.solver.solve(
-            m,
-            rel_gap=self.mip_gap,
-            threads=self.threads,
-            load_solutions=False,
-            raise_exception_on_nonoptimal_result=False,
-        )
-        outcome = map_termination(results.termination_condition, results.solution_status)
-        if outcome in (Outcome.optimal, Outcome.limit_with_solution):
-            results.solution_loader.load_vars()
-        return SolveResult(
-            outcome=outcome,
-            incumbent=results.incumbent_objective,
-            bound=results.objective_bound,
-            seconds=time.perf_counter() - start,
-        )
+def _result(h: highspy.Highs, seconds: float, relax: bool) -> SolveResult:
+    status = h.getModelStatus()
+    info = h.getInfo()
+    has_solution = info.primal_solution_status == 2  # 2 = feasible
+    outcome = map_status(status, has_solution)
+    incumbent = info.objective_function_value if has_solution else None
+    is_lp = relax or info.mip_node_count < 0
+    if is_lp:
+        bound = incumbent if outcome == Outcome.optimal else None
+    else:
+        bound = info.mip_dual_bound
+    values = np.array(h.getSolution().col_value) if has_solution else None
+    return SolveResult(
+        outcome=outcome,
+        incumbent=incumbent,
+        bound=bound,
+        seconds=seconds,
+        values=values,
+        nodes=max(0, info.mip_node_count),
+    )

@@ -68,3 +68,12 @@ def test_infeasible_when_hard_deadlines_compete_for_devices():
     result = assert_matches_oracle(w)
     assert result.status == Status.infeasible
     assert any("cannot all be placed" in reason for reason in result.diagnosis)
+
+
+@given(tiny_workloads(max_jobs=5, max_groups=3, max_count=5))
+def test_pyomo_and_highs_backends_reach_the_same_optimum(w):
+    direct = plan_checked(w, backend="highs")
+    via_pyomo = plan_checked(w, backend="pyomo")
+    assert direct.status == via_pyomo.status
+    if direct.objective is not None:
+        assert direct.objective == pytest.approx(via_pyomo.objective, rel=1e-5, abs=1e-6)
