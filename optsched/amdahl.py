@@ -18,7 +18,7 @@ def tangent_point(p: float, s_host: float, r: float) -> float:
     return x / (x + y)
 
 
-def initial_tangent_points(p: float, max_ratio: float, growth: float = float(__import__("os").environ.get("GROWTH", 1.6))) -> list[float]:
+def initial_tangent_points(p: float, max_ratio: float, growth: float = 1.6) -> list[float]:
     """Tangent points for R / s_host = k on a geometric grid 1 .. max_ratio: t(k) = p / (p + k (1 - p))."""
     points, k = [], 1.0
     while True:

@@ -66,6 +66,22 @@ class Builder(ABC):
             start = (np.array([c for c, _ in cols], dtype=np.int32), np.array([v for _, v in cols]))
         return run_highs(h, wall_deadline=wall_deadline, mip_gap=mip_gap, threads=threads, warm_start=start, relax=relax)
 
+    def solve_within(
+        self, bounds: dict[tuple[str, Hashable], tuple[float, float]], **solve_args
+    ) -> SolveResult:
+        """Solve with some columns' bounds narrowed (a sub-MIP), then restore them."""
+        h = self.highs()
+        cols = np.array([self.column(n, k) for n, k in bounds], dtype=np.int32)
+        lp = h.getLp()
+        old_lower = np.asarray(lp.col_lower_)[cols]
+        old_upper = np.asarray(lp.col_upper_)[cols]
+        new = np.array(list(bounds.values()), dtype=np.float64).reshape(-1, 2)
+        h.changeColsBounds(len(cols), cols, new[:, 0].copy(), new[:, 1].copy())
+        try:
+            return self.solve(**solve_args)
+        finally:
+            h.changeColsBounds(len(cols), cols, old_lower, old_upper)
+
     def values(self, result: SolveResult, name: str, keys: Iterable[Hashable]) -> dict[Hashable, float]:
         return {k: float(result.values[self.column(name, k)]) for k in keys}
 

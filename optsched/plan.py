@@ -12,9 +12,10 @@ class Status(StrEnum):
     time_limit = "time_limit"  # a feasible plan, proven only within `gap`
     infeasible = "infeasible"  # no plan satisfies the hard constraints; see `diagnosis`
     no_solution = "no_solution"  # time ran out (or the solver failed) before any plan was found
+    heuristic = "heuristic"  # a feasible plan from a baseline rule, with no optimality claim
 
 
-FEASIBLE_STATUSES = frozenset({Status.optimal, Status.time_limit})
+FEASIBLE_STATUSES = frozenset({Status.optimal, Status.time_limit, Status.heuristic})
 
 
 class _Frozen(BaseModel):

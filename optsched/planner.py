@@ -20,6 +20,7 @@ from optsched.assemble import (
     weighted,
 )
 from optsched.backends import Builder
+from optsched.baselines.placement import round_and_repair
 from optsched.data import ModelData
 from optsched.diagnosis import diagnose_infeasible, precheck
 from optsched.model import ExtraFunctionality, add_tangent_cut, build_model, needs_host
@@ -31,6 +32,10 @@ from optsched.workload import Workload, workload_warnings
 # A modelled speedup this far above the exact one gets a new tangent cut at the current point.
 CUT_TOLERANCE = 1e-7
 MAX_ROUNDS = 50
+# HiGHS's own absolute gap tolerance (mip_abs_gap): objectives this close count as equal.
+ABS_GAP = 1e-6
+# Share of the remaining time the LP-neighbourhood sub-MIP may use before the full MILP gets the rest.
+NEIGHBOURHOOD_SHARE = 0.25
 
 WorkloadSource = Workload | Mapping[str, Any] | str | Path
 
@@ -97,8 +102,20 @@ def _refine(
     and exact speedups at its solution, add cuts where they differ, and solve again until they agree."""
     search = _Search()
     maximise = objective.sense == "max"
-    _tighten_relaxation(b, data, deadline, threads)
-    warm = _warm_start(b, data, start) if start is not None else None
+    relaxation = tighten_relaxation(b, data, deadline, threads)
+    if start is not None:
+        _consider(search, data, objective, start)
+    if relaxation is not None and relaxation.values is not None:
+        search.bound = primary_bound(b, data, objective, relaxation.bound)
+        fractional = b.values(relaxation, "n", (o.key for o in data.options))
+        _consider(search, data, objective, round_and_repair(data, fractional))
+        if not _within_gap(search, gap):
+            _consider(search, data, objective, _solve_neighbourhood(b, data, fractional, search, gap, deadline, threads))
+    if search.best is not None and _within_gap(search, gap):
+        # A plan within the gap of the LP bound: proven without branching on the whole model.
+        search.proven = True
+        return search
+    warm = _warm_start(b, data, search.best) if search.best is not None else None
     while search.rounds < MAX_ROUNDS:
         search.rounds += 1
         result = b.solve(wall_deadline=deadline, mip_gap=gap, threads=threads, warm_start=warm)
@@ -109,10 +126,8 @@ def _refine(
             return search
         counts = {k: int(round(v)) for k, v in b.values(result, "n", (o.key for o in data.options)).items()}
         exact = exact_speedups(data, counts)
-        value = objective.value(weighted(data, exact), power(data, counts))
-        if search.best_value is None or (value > search.best_value if maximise else value < search.best_value):
-            search.best, search.best_value = counts, value
-        search.bound = _tighter(search.bound, _primary_bound(b, data, objective, result.bound), maximise)
+        _consider(search, data, objective, counts)
+        search.bound = _tighter(search.bound, primary_bound(b, data, objective, result.bound), maximise)
         if result.outcome == Outcome.optimal and _within_gap(search, gap):
             search.proven = True
             return search
@@ -127,14 +142,36 @@ def _refine(
     return search
 
 
-def _tighten_relaxation(b: Builder, data: ModelData, deadline: float, threads, max_passes: int = 8) -> None:
-    """Kelley's cutting planes on the LP relaxation: add the tangent at each job's LP point until S is exact there."""
+def _consider(search: _Search, data: ModelData, objective: Objective, counts) -> None:
+    """Keep `counts` as the incumbent if it is a feasible plan better than the one we have."""
+    if counts is None or not _feasible(data, counts):
+        return
+    value = objective.value(weighted(data, exact_speedups(data, counts)), power(data, counts))
+    if search.best_value is None or (value > search.best_value if objective.sense == "max" else value < search.best_value):
+        search.best, search.best_value = counts, value
+
+
+def _solve_neighbourhood(b: Builder, data: ModelData, fractional, search: _Search, gap, deadline, threads):
+    """RENS: the MILP with each n limited to [0, ceil(LP value)]: a small sub-MIP whose plans stay near the LP."""
+    budget = min(deadline, time.monotonic() + max(1.0, NEIGHBOURHOOD_SHARE * (deadline - time.monotonic())))
+    box = {("n", o.key): (0.0, float(math.ceil(fractional[o.key] - 1e-6))) for o in data.options}
+    warm = _warm_start(b, data, search.best) if search.best is not None else None
+    result = b.solve_within(box, wall_deadline=budget, mip_gap=gap / 2, threads=threads, warm_start=warm)
+    if result.values is None:
+        return None
+    return {k: int(round(v)) for k, v in b.values(result, "n", (o.key for o in data.options)).items()}
+
+
+def tighten_relaxation(b: Builder, data: ModelData, deadline: float, threads, max_passes: int = 8):
+    """Kelley's cutting planes on the LP relaxation: add the tangent at each job's LP point until S is exact there.
+    Returns the last LP result (its bound is valid for the MILP), or None when the LP found nothing."""
+    result = None
     for _ in range(max_passes):
         if time.monotonic() >= deadline:
-            return
+            return result
         result = b.solve(wall_deadline=deadline, mip_gap=0.0, threads=threads, relax=True)
         if result.outcome != Outcome.optimal:
-            return
+            return None
         x = result.values
         added = 0
         for j, job in enumerate(data.jobs):
@@ -148,7 +185,26 @@ def _tighten_relaxation(b: Builder, data: ModelData, deadline: float, threads, m
                 add_tangent_cut(b, data, j, tangent_point(p, s_host, r))
                 added += 1
         if not added:
-            return
+            return result
+    # Cuts were added after the last LP: its bound is still valid, only looser.
+    return result
+
+
+def _feasible(data: ModelData, counts) -> bool:
+    """A heuristic allocation that satisfies every must-run job and every budget (capacity holds by construction)."""
+    from optsched.baselines.placement import Fleet, job_satisfied
+
+    fleet = Fleet(data)
+    for key, n in counts.items():
+        fleet.take(next(o for o in data.options_of_job[key[0]] if o.key == key), n)
+    must = OBJECTIVES[data.workload.objective].admit_all
+    placed = {key[0] for key, n in counts.items() if n > 0}
+    return (
+        fleet.within_budgets
+        and all(f >= 0 for f in fleet.free)
+        and all(job_satisfied(data, j, counts) for j in placed)
+        and all(j in placed for j, job in enumerate(data.jobs) if job.is_hard or must)
+    )
 
 
 def _add_cuts(b: Builder, data: ModelData, counts, exact: list[float], modelled) -> int:
@@ -194,6 +250,10 @@ def _counts_from_allocations(data: ModelData, allocations) -> dict[tuple[int, in
 
 def _within_gap(search: _Search, gap: float) -> bool:
     # The tie-break term may widen the bound by TIE_BREAK_SHARE of the gap (see objectives.py).
+    if search.best_value is None or search.bound is None:
+        return False
+    if abs(search.bound - search.best_value) <= ABS_GAP:
+        return True
     return relative_gap(search.best_value, search.bound) <= gap * (1 + TIE_BREAK_SHARE) + 1e-12
 
 
@@ -205,7 +265,7 @@ def _tighter(old: float | None, new: float | None, maximise: bool) -> float | No
     return min(old, new) if maximise else max(old, new)
 
 
-def _primary_bound(b: Builder, data: ModelData, objective: Objective, model_bound: float | None) -> float | None:
+def primary_bound(b: Builder, data: ModelData, objective: Objective, model_bound: float | None) -> float | None:
     """The solver bounds primary - eps * power (max) or power - eps * speedup (min); turn that into a bound on the
     primary objective alone: + eps * peak power for max; the min bound is already valid (eps * speedup >= 0)."""
     if model_bound is None or not math.isfinite(model_bound):

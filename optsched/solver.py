@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass
 from enum import Enum
@@ -72,7 +73,7 @@ def new_highs() -> highspy.Highs:
 
 def configure(h: highspy.Highs) -> highspy.Highs:
     """Our HiGHS options, the same whichever backend built the model."""
-    h.setOptionValue("output_flag", False)
+    h.setOptionValue("output_flag", os.environ.get("OPTSCHED_HIGHS_LOG") == "1")
     # Measured on bench/ instances: presolve costs more than it saves on these models (bench/results/planner.md).
     h.setOptionValue("presolve", "off")
     return h

@@ -81,6 +81,12 @@ class Job(Frozen):
     speed_on: dict[Id, PositiveFloat] = Field(
         default_factory=dict, description="Model -> multiplier of that model's speed for this job."
     )
+    release_hours: NonNegativeFloat = Field(
+        default=0.0, description="Earliest start, in hours after the night starts (plan_night only)."
+    )
+    after: tuple[Id, ...] = Field(
+        default=(), max_length=10_000, description="Ids of jobs that must finish before this one starts (plan_night only)."
+    )
 
     @property
     def is_hard(self) -> bool:
@@ -91,14 +97,40 @@ class Job(Frozen):
         return PRIORITY_WEIGHT[self.priority] * self.weight
 
 
+class PowerWindow(Frozen):
+    """Hours [from_hours, to_hours) after the night starts in which budget_w replaces the global budget."""
+
+    from_hours: NonNegativeFloat
+    to_hours: PositiveFloat
+    budget_w: NonNegativeFloat = Field(description="Cap on the whole fleet inside the window, in watts.")
+
+    @model_validator(mode="after")
+    def ordered(self) -> PowerWindow:
+        if self.from_hours >= self.to_hours:
+            raise ValueError(f"from_hours {self.from_hours:g} must be < to_hours {self.to_hours:g}")
+        return self
+
+
 class Power(Frozen):
     budget_w: NonNegativeFloat | None = Field(default=None, description="Cap on the whole fleet, in watts.")
     domains: dict[Id, NonNegativeFloat] = Field(default_factory=dict, description="Cap per power domain, in watts.")
+    windows: tuple[PowerWindow, ...] = Field(
+        default=(), max_length=1_000, description="Hours in which another global budget applies (plan_night only)."
+    )
+
+    def budget_at(self, hours: float) -> float | None:
+        """The global budget in force at `hours` after the night starts (W): a window's, else budget_w."""
+        for window in self.windows:
+            if window.from_hours <= hours < window.to_hours:
+                return window.budget_w
+        return self.budget_w
 
 
 class Options(Frozen):
     time_limit_s: float = Field(default=30.0, gt=0, le=86_400)
-    mip_gap: float = Field(default=1e-4, ge=0, le=1)
+    mip_gap: float = Field(
+        default=0.01, ge=0, le=1, description="Relative gap at which a plan counts as optimal (bench/results/planner.md)."
+    )
 
 
 class Workload(Frozen):
@@ -167,6 +199,78 @@ def _semantic_problems(w: Workload) -> list[FieldError]:
             problems.append(
                 FieldError(f"jobs[{i}].min_devices", f"min_devices {j.min_devices} > max_devices {j.max_devices}")
             )
+    problems.extend(_dependency_problems(w.jobs))
+    problems.extend(_window_problems(w.power.windows))
+    return problems
+
+
+def _dependency_problems(jobs: tuple[Job, ...]) -> list[FieldError]:
+    """Every `after` id names another job, and the dependencies form a DAG (each cycle is named)."""
+    ids = {j.id for j in jobs}
+    problems = []
+    for i, j in enumerate(jobs):
+        for k, other in enumerate(j.after):
+            if other == j.id:
+                problems.append(FieldError(f"jobs[{i}].after[{k}]", f"job {j.id!r} cannot come after itself"))
+            elif other not in ids:
+                problems.append(FieldError(f"jobs[{i}].after[{k}]", f"unknown job id {other!r}"))
+    index = {j.id: i for i, j in enumerate(jobs)}
+    for cycle in dependency_cycles(jobs):
+        path = " -> ".join(repr(c) for c in (*cycle, cycle[0]))
+        problems.append(
+            FieldError(f"jobs[{index[cycle[0]]}].after", f"dependency cycle through jobs {list(cycle)}: {path}")
+        )
+    return problems
+
+
+def dependency_cycles(jobs: tuple[Job, ...]) -> list[tuple[str, ...]]:
+    """Cycles of the `after` graph (self-loops and unknown ids ignored), each once, from its first job in queue order."""
+    ids = {j.id for j in jobs}
+    order = {j.id: i for i, j in enumerate(jobs)}
+    preds = {j.id: [p for p in dict.fromkeys(j.after) if p in ids and p != j.id] for j in jobs}
+    state: dict[str, int] = {}  # 1 on the current path, 2 finished
+    cycles: list[tuple[str, ...]] = []
+    for root in (j.id for j in jobs):
+        if root in state:
+            continue
+        path: list[str] = [root]
+        state[root] = 1
+        stack = [iter(preds[root])]
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                # path[k] comes after path[k + 1]: reversed, the cycle reads in execution order.
+                cycle = path[path.index(nxt) :][::-1]
+                first = min(range(len(cycle)), key=lambda k: order[cycle[k]])
+                rotated = tuple(cycle[first:] + cycle[:first])
+                if rotated not in cycles:
+                    cycles.append(rotated)
+            elif nxt not in state:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(preds[nxt]))
+    return cycles
+
+
+def _window_problems(windows: tuple[PowerWindow, ...]) -> list[FieldError]:
+    """Windows do not overlap: at most one replaces the global budget at any instant."""
+    problems = []
+    reach: int | None = None  # the window reaching furthest among those starting earlier
+    for b in sorted(range(len(windows)), key=lambda i: (windows[i].from_hours, i)):
+        if reach is not None and windows[b].from_hours < windows[reach].to_hours:
+            a = reach
+            problems.append(
+                FieldError(
+                    f"power.windows[{b}]",
+                    f"window {windows[b].from_hours:g}-{windows[b].to_hours:g} h overlaps window "
+                    f"power.windows[{a}] ({windows[a].from_hours:g}-{windows[a].to_hours:g} h)",
+                )
+            )
+        if reach is None or windows[b].to_hours > windows[reach].to_hours:
+            reach = b
     return problems
 
 
@@ -214,7 +318,7 @@ def _reject_constant(name: str) -> Any:
 
 
 def workload_warnings(w: Workload) -> list[str]:
-    """Suspicious but valid input: names that match nothing."""
+    """Suspicious but valid input: names that match nothing, night-only fields the core planner ignores."""
     models = {d.model for d in w.devices}
     domains = {d.domain for d in w.devices if d.domain is not None}
     warnings: list[str] = []
@@ -225,4 +329,6 @@ def workload_warnings(w: Workload) -> list[str]:
             warnings.append(f"job {j.id!r}: speed_on model {m!r} matches no device")
     for name in sorted(set(w.power.domains) - domains):
         warnings.append(f"power.domains: domain {name!r} has no devices")
+    if w.power.windows or any(j.release_hours or j.after for j in w.jobs):
+        warnings.append("release_hours/after/power.windows are used by plan_night only; this plan ignores them")
     return warnings

@@ -1,0 +1,269 @@
+"""Placement baselines: the simple rules an optimiser must beat, each returning a Plan the verifier accepts.
+
+- `greedy`: priority, then earliest deadline; each job takes the fastest eligible devices at maximum cap until
+  it meets its deadline or reaches max_devices, within capacity and budgets.
+- `greedy_power`: the same, but a device that does not fit the budget at maximum cap tries the lower caps.
+- `lp_round`: the LP relaxation of our model (with tightened tangent cuts), rounded down and repaired.
+
+`round_and_repair` is also the planner's primal heuristic (its result warm-starts the MILP).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+from optsched.amdahl import speedup
+from optsched.assemble import DEADLINE_RTOL, Counts, empty_plan, extract
+from optsched.data import ModelData, Option
+from optsched.model import budgets, groups_in
+from optsched.objectives import OBJECTIVES
+from optsched.plan import Plan, Status
+from optsched.workload import Workload, workload_warnings
+
+@dataclass
+class Fleet:
+    """Free devices and power headroom while a heuristic places jobs one device at a time."""
+
+    data: ModelData
+    free: list[int] = field(init=False)
+    headroom: dict[str | None, float] = field(init=False)
+    scopes_of_group: list[list[str | None]] = field(init=False)
+
+    def __post_init__(self):
+        self.free = [g.count for g in self.data.groups]
+        self.headroom = {}
+        self.scopes_of_group = [[] for _ in self.data.groups]
+        for domain, limit in budgets(self.data):
+            idle = sum(self.data.groups[g].idle_w * self.data.groups[g].count for g in groups_in(self.data, domain))
+            self.headroom[domain] = limit - idle
+            for g in groups_in(self.data, domain):
+                self.scopes_of_group[g].append(domain)
+
+    def fits(self, o: Option, n: int = 1) -> bool:
+        extra = n * (o.cap_w - o.idle_w)
+        return self.free[o.group] >= n and all(self.headroom[s] >= extra - 1e-9 for s in self.scopes_of_group[o.group])
+
+    def take(self, o: Option, n: int = 1) -> None:
+        self.free[o.group] -= n
+        for s in self.scopes_of_group[o.group]:
+            self.headroom[s] -= n * (o.cap_w - o.idle_w)
+
+    def give_back(self, o: Option, n: int = 1) -> None:
+        self.take(o, -n)
+
+    @property
+    def within_budgets(self) -> bool:
+        return all(h >= -1e-6 for h in self.headroom.values())
+
+
+def job_speedup(data: ModelData, j: int, counts: Counts) -> float:
+    used = [o for o in data.options_of_job[j] if counts.get(o.key, 0) > 0]
+    if not used:
+        return 0.0
+    return speedup(
+        data.jobs[j].parallel_fraction, max(o.speed for o in used), sum(o.speed * counts[o.key] for o in used)
+    )
+
+
+def job_satisfied(data: ModelData, j: int, counts: Counts) -> bool:
+    """Admitted with enough devices and, if it has a deadline, meeting it."""
+    job = data.jobs[j]
+    n = sum(counts.get(o.key, 0) for o in data.options_of_job[j])
+    if n < job.min_devices or n > data.max_devices(j):
+        return False
+    if job.deadline_hours is None:
+        return True
+    s = job_speedup(data, j, counts)
+    return s > 0 and job.work_hours / s <= job.deadline_hours * (1 + DEADLINE_RTOL)
+
+
+def job_order(data: ModelData) -> list[int]:
+    """Priority (critical first), then earliest deadline, then id: the order the greedy rules serve jobs in."""
+    rank = {"critical": 0, "high": 1, "normal": 2, "low": 3}
+    return sorted(
+        range(len(data.jobs)),
+        key=lambda j: (rank[data.jobs[j].priority.value], data.jobs[j].deadline_hours or math.inf, data.jobs[j].id),
+    )
+
+
+def _fastest_first(data: ModelData, j: int, max_cap_only: bool) -> list[list[Option]]:
+    """Per group, the job's options from the highest cap down; groups ordered by their fastest speed for the job."""
+    per_group: dict[int, list[Option]] = {}
+    for o in data.options_of_job[j]:
+        per_group.setdefault(o.group, []).append(o)
+    ladders = [sorted(opts, key=lambda o: -o.cap_w) for opts in per_group.values()]
+    if max_cap_only:
+        ladders = [ladder[:1] for ladder in ladders]
+    return sorted(ladders, key=lambda ladder: (-ladder[0].speed, ladder[0].group))
+
+
+def _place_greedily(data: ModelData, j: int, fleet: Fleet, counts: Counts, lower_caps: bool) -> None:
+    """Add the fastest device that fits, one at a time, until the job is satisfied-and-done or nothing fits."""
+    job = data.jobs[j]
+    taken: Counts = {}
+    ladders = _fastest_first(data, j, max_cap_only=not lower_caps)
+    total = 0
+    while total < data.max_devices(j):
+        if job.deadline_hours is not None and total >= job.min_devices and job_satisfied(data, j, taken):
+            break
+        choice = next((o for ladder in ladders for o in ladder if fleet.fits(o)), None)
+        if choice is None:
+            break
+        fleet.take(choice)
+        taken[choice.key] = taken.get(choice.key, 0) + 1
+        total += 1
+    if job_satisfied(data, j, taken):
+        counts.update(taken)
+    else:
+        for key, n in taken.items():
+            fleet.give_back(_option(data, key), n)
+
+
+def _option(data: ModelData, key) -> Option:
+    return next(o for o in data.options_of_job[key[0]] if o.key == key)
+
+
+def greedy_counts(data: ModelData, lower_caps: bool = False) -> Counts:
+    fleet = Fleet(data)
+    counts: Counts = {}
+    if not fleet.within_budgets:
+        return counts
+    for j in job_order(data):
+        _place_greedily(data, j, fleet, counts, lower_caps)
+    return counts
+
+
+def round_and_repair(data: ModelData, fractional: dict[tuple[int, int, int], float]) -> Counts:
+    """Round an LP allocation down, drop jobs it leaves unsatisfied, re-place must-run jobs greedily, then round up
+    the largest fractions that still fit: a feasible integer allocation (must-run jobs may be missing if stuck)."""
+    fleet = Fleet(data)
+    counts: Counts = {}
+    if not fleet.within_budgets:
+        return counts
+    admit_all = OBJECTIVES[data.workload.objective].admit_all
+    for j in job_order(data):
+        taken = _round_job(data, j, fractional, fleet)
+        if taken and job_satisfied(data, j, taken):
+            counts.update(taken)
+            continue
+        for key, n in taken.items():
+            fleet.give_back(_option(data, key), n)
+        if data.jobs[j].is_hard or admit_all:
+            _place_greedily(data, j, fleet, counts, lower_caps=True)
+    if not OBJECTIVES[data.workload.objective].admit_all:
+        fill_greedily(data, fleet, counts)
+    return counts
+
+
+def _round_job(data: ModelData, j: int, fractional, fleet: Fleet) -> Counts:
+    """Floor the job's LP devices, then hand its rounded-off mass back to the options with the largest fractions,
+    so the job keeps about as many devices as the LP gave it (taken from `fleet` as they fit)."""
+    taken: Counts = {}
+    options = [o for o in data.options_of_job[j] if fractional.get(o.key, 0.0) > 1e-6]
+    for o in options:
+        n = math.floor(fractional[o.key] + 1e-6)
+        if n and fleet.fits(o, n):
+            fleet.take(o, n)
+            taken[o.key] = n
+    mass = sum(fractional[o.key] for o in options) - sum(taken.values())
+    by_fraction = sorted(options, key=lambda o: (-(fractional[o.key] - math.floor(fractional[o.key] + 1e-6)), -o.speed))
+    for o in by_fraction:
+        if mass < 0.5 or sum(taken.values()) >= data.max_devices(j):
+            break
+        if fleet.fits(o):
+            fleet.take(o)
+            taken[o.key] = taken.get(o.key, 0) + 1
+            mass -= 1
+    return taken
+
+
+def fill_greedily(data: ModelData, fleet: Fleet, counts: Counts) -> None:
+    """Spend leftover devices and watts where the weighted speedup gained per watt is largest (lazy greedy:
+    a job's gains only change when it gets a device, and an option that no longer fits never fits again)."""
+    import heapq
+
+    version = [0] * len(data.jobs)
+    heap = []
+
+    def push(o: Option) -> None:
+        j = o.job
+        before = job_speedup(data, j, counts)
+        if before == 0.0 and data.jobs[j].min_devices > 1:
+            return
+        trial = dict(counts)
+        trial[o.key] = trial.get(o.key, 0) + 1
+        if not job_satisfied(data, j, trial):
+            return
+        gain = data.jobs[j].objective_weight * (job_speedup(data, j, trial) - before)
+        if gain > 1e-12:
+            heapq.heappush(heap, (-gain / max(o.cap_w - o.idle_w, 1e-3), o.key, version[j], o))
+
+    for o in data.options:
+        if fleet.fits(o):
+            push(o)
+    while heap:
+        _, key, seen, o = heapq.heappop(heap)
+        if not fleet.fits(o):
+            continue
+        if seen != version[o.job]:
+            push(o)
+            continue
+        fleet.take(o)
+        counts[key] = counts.get(key, 0) + 1
+        version[o.job] += 1
+        for other in data.options_of_job[o.job]:
+            if fleet.fits(other):
+                push(other)
+
+
+def lp_relaxation(data: ModelData, deadline: float) -> tuple[dict[tuple[int, int, int], float] | None, float | None]:
+    """(fractional n, LP bound on the objective) of the relaxation with tightened tangent cuts; (None, None) if none."""
+    from optsched.model import build_model
+    from optsched.planner import primary_bound, tighten_relaxation
+
+    b = build_model(data)
+    result = tighten_relaxation(b, data, deadline, threads=None)
+    if result is None or result.values is None:
+        return None, None
+    n = b.values(result, "n", (o.key for o in data.options))
+    return n, primary_bound(b, data, OBJECTIVES[data.workload.objective], result.bound)
+
+
+def _baseline_plan(workload: Workload, name: str, make_counts) -> Plan:
+    started = time.monotonic()
+    data = ModelData(workload)
+    objective = OBJECTIVES[workload.objective]
+    counts = make_counts(data)
+    must = [j for j, job in enumerate(data.jobs) if job.is_hard or objective.admit_all]
+    warnings = tuple(workload_warnings(workload))
+    missing = [data.jobs[j].id for j in must if not job_satisfied(data, j, counts)]
+    if missing or not Fleet(data).within_budgets:
+        reason = f"{name} could not place the must-run jobs {missing}" if missing else f"{name}: idle draw over budget"
+        return empty_plan(data, Status.infeasible, (reason,), warnings, started, rounds=0)
+    return extract(data, objective, counts, Status.heuristic, None, warnings, started, rounds=0)
+
+
+def greedy(workload) -> Plan:
+    """Priority then earliest deadline; fastest eligible devices at maximum cap, within capacity and budgets."""
+    return _baseline_plan(Workload.load(workload), "greedy", greedy_counts)
+
+
+def greedy_power(workload) -> Plan:
+    """As greedy, but a device that does not fit the budget at maximum cap tries lower caps, level by level."""
+    return _baseline_plan(Workload.load(workload), "greedy_power", lambda d: greedy_counts(d, lower_caps=True))
+
+
+def lp_round(workload, time_limit_s: float = 30.0) -> Plan:
+    """The LP relaxation rounded down and repaired (a Gavel-style fractional allocation made integral)."""
+    w = Workload.load(workload)
+
+    def counts(data: ModelData) -> Counts:
+        fractional, _ = lp_relaxation(data, time.monotonic() + time_limit_s)
+        return round_and_repair(data, fractional) if fractional is not None else {}
+
+    return _baseline_plan(w, "lp_round", counts)
+
+
+BASELINES = {"greedy": greedy, "greedy_power": greedy_power, "lp_round": lp_round}
