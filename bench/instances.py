@@ -23,7 +23,8 @@ GPU_MODELS = ("H100-SXM", "A100-SXM", "V100-SXM2", "A40", "L4", "T4", "V100-PCIe
 PRIORITIES = (("critical", 0.05), ("high", 0.15), ("normal", 0.5), ("low", 0.3))
 
 
-def generate(size: str, seed: int, *, time_limit_s: float = 60.0, mip_gap: float = 1e-4) -> Workload:
+def generate(size: str, seed: int, *, options: dict[str, float] | None = None) -> Workload:
+    """Workload `size`-`seed`; `options` (time_limit_s, mip_gap) default to the planner's own defaults."""
     n_jobs, n_groups, n_levels = SIZES[size]
     rng = random.Random(f"{size}-{seed}")
     catalog = device_catalog()
@@ -45,7 +46,6 @@ def generate(size: str, seed: int, *, time_limit_s: float = 60.0, mip_gap: float
         )
     # Enough demand that devices are contended: about 1.5 jobs per device at most sizes.
     jobs = []
-    device_count = sum(d["count"] for d in devices)
     for j in range(n_jobs):
         priority = rng.choices([p for p, _ in PRIORITIES], weights=[w for _, w in PRIORITIES])[0]
         work = round(rng.uniform(8, 400), 1)
@@ -69,14 +69,13 @@ def generate(size: str, seed: int, *, time_limit_s: float = 60.0, mip_gap: float
     share = rng.uniform(0.5, 0.9)
     rack_peak = {r: sum(d["count"] * d["power_levels"][0]["cap_w"] for d in devices if d["domain"] == r) for r in ("rack1", "rack2")}
     power = {"budget_w": round(peak * share), "domains": {r: round(p * min(1.0, share + 0.1)) for r, p in rack_peak.items()}}
-    del device_count
     return Workload.load(
         {
             "name": f"{size}-seed{seed}",
             "devices": devices,
             "jobs": jobs,
             "power": power,
-            "options": {"time_limit_s": time_limit_s, "mip_gap": mip_gap},
+            "options": options or {},
         }
     )
 

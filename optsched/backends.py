@@ -23,6 +23,7 @@ class Builder(ABC):
     """A linear model under construction and, once built, solved repeatedly with rows added in between."""
 
     tie_break_weight: float = 0.0  # set by the objective; see optsched.objectives
+    solve_seconds: float = 0.0  # time spent inside HiGHS over every solve of this model
 
     @abstractmethod
     def add_variables(
@@ -64,7 +65,11 @@ class Builder(ABC):
         if warm_start:
             cols = [(self.column(n, k), v) for (n, k), v in warm_start.items() if self.has(n, k)]
             start = (np.array([c for c, _ in cols], dtype=np.int32), np.array([v for _, v in cols]))
-        return run_highs(h, wall_deadline=wall_deadline, mip_gap=mip_gap, threads=threads, warm_start=start, relax=relax)
+        result = run_highs(
+            h, wall_deadline=wall_deadline, mip_gap=mip_gap, threads=threads, warm_start=start, relax=relax
+        )
+        self.solve_seconds += result.seconds
+        return result
 
     def solve_within(
         self, bounds: dict[tuple[str, Hashable], tuple[float, float]], **solve_args

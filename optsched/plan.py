@@ -71,6 +71,9 @@ class Plan(_Frozen):
     diagnosis: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     rounds: int = Field(default=0, description="Cut-refinement rounds (MILP solves) used.")
+    timings: dict[str, float] = Field(
+        default_factory=dict, description="Seconds per phase: validate, build, handoff, solve (highs inside), extract."
+    )
 
     @property
     def feasible(self) -> bool:

@@ -6,7 +6,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from optsched.amdahl import speedup, tangent_point
 from optsched.assemble import (
@@ -49,14 +49,17 @@ def plan(
     backend: str = "highs",
     extra_functionality: ExtraFunctionality | None = None,
     warm_start: Mapping[str, Mapping[tuple[str, float], int]] | None = None,
+    progress: Progress | None = None,
 ) -> Plan:
     """Plan a workload (object, dict, JSON path or JSON text). Raises InvalidWorkload; never mutates the input.
 
     `backend` is "highs" (the matrix straight to highspy) or "pyomo" (Pyomo's persistent interface); both build
     the same rows. `warm_start` maps job id -> {(device id, cap_w): count}, e.g. a baseline's allocations.
+    `progress(seconds, incumbent, bound)` is called whenever the best plan or the bound improves.
     """
     started = time.monotonic()
     workload = Workload.load(source)
+    validated = time.monotonic()
     time_limit = workload.options.time_limit_s if time_limit_s is None else time_limit_s
     gap = workload.options.mip_gap if mip_gap is None else mip_gap
     data = ModelData(workload)
@@ -73,20 +76,39 @@ def plan(
         return extract(data, objective, {}, Status.optimal, empty.bound, warnings, started, rounds=0)
 
     b = build_model(data, backend=backend, extra_functionality=extra_functionality)
+    built = time.monotonic()
+    b.highs()
+    handed_off = time.monotonic()
     deadline = started + time_limit
     start = _counts_from_allocations(data, warm_start) if warm_start else None
-    search = _refine(b, data, objective, gap, deadline, threads, start)
+    search = _Search(started=started, progress=progress)
+    _refine(search, b, data, objective, gap, deadline, threads, start)
+    solved = time.monotonic()
+    timings = {
+        "validate": validated - started,
+        "build": built - validated,
+        "handoff": handed_off - built,
+        "solve": solved - handed_off,
+        "highs": b.solve_seconds,
+    }
 
     if search.infeasible:
         return empty_plan(data, Status.infeasible, tuple(diagnose_infeasible(data)), warnings, started, search.rounds)
     if search.best is None:
         return empty_plan(data, Status.no_solution, (), warnings, started, search.rounds)
     status = Status.optimal if search.proven else Status.time_limit
-    return extract(data, objective, search.best, status, search.bound, warnings, started, search.rounds)
+    plan = extract(data, objective, search.best, status, search.bound, warnings, started, search.rounds)
+    timings["extract"] = time.monotonic() - solved
+    return plan.model_copy(update={"timings": timings})
+
+
+Progress = Callable[[float, float | None, float | None], None]
 
 
 @dataclass
 class _Search:
+    started: float = 0.0
+    progress: Progress | None = None
     best: dict[tuple[int, int, int], int] | None = None
     best_value: float | None = None
     bound: float | None = None
@@ -96,17 +118,16 @@ class _Search:
 
 
 def _refine(
-    b: Builder, data: ModelData, objective: Objective, gap: float, deadline: float, threads, start
+    search: _Search, b: Builder, data: ModelData, objective: Objective, gap: float, deadline: float, threads, start
 ) -> _Search:
     """Outer approximation: tighten the tangent cuts on the LP relaxation, then solve the MILP, compare modelled
     and exact speedups at its solution, add cuts where they differ, and solve again until they agree."""
-    search = _Search()
     maximise = objective.sense == "max"
     relaxation = tighten_relaxation(b, data, deadline, threads)
     if start is not None:
         _consider(search, data, objective, start)
     if relaxation is not None and relaxation.values is not None:
-        search.bound = primary_bound(b, data, objective, relaxation.bound)
+        _improve_bound(search, primary_bound(b, data, objective, relaxation.bound), maximise)
         fractional = b.values(relaxation, "n", (o.key for o in data.options))
         _consider(search, data, objective, round_and_repair(data, fractional))
         if not _within_gap(search, gap):
@@ -127,7 +148,7 @@ def _refine(
         counts = {k: int(round(v)) for k, v in b.values(result, "n", (o.key for o in data.options)).items()}
         exact = exact_speedups(data, counts)
         _consider(search, data, objective, counts)
-        search.bound = _tighter(search.bound, primary_bound(b, data, objective, result.bound), maximise)
+        _improve_bound(search, primary_bound(b, data, objective, result.bound), maximise)
         if result.outcome == Outcome.optimal and _within_gap(search, gap):
             search.proven = True
             return search
@@ -149,6 +170,19 @@ def _consider(search: _Search, data: ModelData, objective: Objective, counts) ->
     value = objective.value(weighted(data, exact_speedups(data, counts)), power(data, counts))
     if search.best_value is None or (value > search.best_value if objective.sense == "max" else value < search.best_value):
         search.best, search.best_value = counts, value
+        _report(search)
+
+
+def _improve_bound(search: _Search, bound: float | None, maximise: bool) -> None:
+    tighter = _tighter(search.bound, bound, maximise)
+    if tighter != search.bound:
+        search.bound = tighter
+        _report(search)
+
+
+def _report(search: _Search) -> None:
+    if search.progress is not None:
+        search.progress(time.monotonic() - search.started, search.best_value, search.bound)
 
 
 def _solve_neighbourhood(b: Builder, data: ModelData, fractional, search: _Search, gap, deadline, threads):
