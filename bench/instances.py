@@ -18,6 +18,7 @@ SIZES: dict[str, tuple[int, int, int]] = {  # jobs, device groups, power levels
     "M": (200, 16, 4),
     "L": (1000, 32, 4),
     "XL": (5000, 64, 4),
+    "T": (60, 8, 4),  # quick to find plans, slow to prove: the time-limit test's instance
 }
 GPU_MODELS = ("H100-SXM", "A100-SXM", "V100-SXM2", "A40", "L4", "T4", "V100-PCIe")
 PRIORITIES = (("critical", 0.05), ("high", 0.15), ("normal", 0.5), ("low", 0.3))

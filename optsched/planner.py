@@ -34,6 +34,8 @@ CUT_TOLERANCE = 1e-7
 MAX_ROUNDS = 50
 # HiGHS's own absolute gap tolerance (mip_abs_gap): objectives this close count as equal.
 ABS_GAP = 1e-6
+# Share of the time limit the LP cut loop may use (after its first LP, which always runs).
+RELAXATION_SHARE = 0.3
 # Share of the remaining time the LP-neighbourhood sub-MIP may use before the full MILP gets the rest.
 NEIGHBOURHOOD_SHARE = 0.25
 
@@ -200,12 +202,15 @@ def tighten_relaxation(b: Builder, data: ModelData, deadline: float, threads, ma
     """Kelley's cutting planes on the LP relaxation: add the tangent at each job's LP point until S is exact there.
     Returns the last LP result (its bound is valid for the MILP), or None when the LP found nothing."""
     result = None
+    # Refining the relaxation may use a share of the time; the rest is for finding and proving plans.
+    stop = time.monotonic() + RELAXATION_SHARE * max(0.0, deadline - time.monotonic())
     for _ in range(max_passes):
-        if time.monotonic() >= deadline:
+        if result is not None and time.monotonic() >= stop:
             return result
-        result = b.solve(wall_deadline=deadline, mip_gap=0.0, threads=threads, relax=True)
-        if result.outcome != Outcome.optimal:
-            return None
+        latest = b.solve(wall_deadline=deadline, mip_gap=0.0, threads=threads, relax=True)
+        if latest.outcome != Outcome.optimal:
+            return result
+        result = latest
         x = result.values
         added = 0
         for j, job in enumerate(data.jobs):
