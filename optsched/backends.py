@@ -59,6 +59,7 @@ class Builder(ABC):
         threads: int | None = None,
         warm_start: dict[tuple[str, Hashable], float] | None = None,
         relax: bool = False,
+        presolve: bool = False,
     ) -> SolveResult:
         h = self.highs()
         start = None
@@ -66,7 +67,8 @@ class Builder(ABC):
             cols = [(self.column(n, k), v) for (n, k), v in warm_start.items() if self.has(n, k)]
             start = (np.array([c for c, _ in cols], dtype=np.int32), np.array([v for _, v in cols]))
         result = run_highs(
-            h, wall_deadline=wall_deadline, mip_gap=mip_gap, threads=threads, warm_start=start, relax=relax
+            h, wall_deadline=wall_deadline, mip_gap=mip_gap, threads=threads, warm_start=start, relax=relax,
+            integer_columns=self.integer_columns(), presolve=presolve,
         )
         self.solve_seconds += result.seconds
         return result
@@ -77,15 +79,21 @@ class Builder(ABC):
         """Solve with some columns' bounds narrowed (a sub-MIP), then restore them."""
         h = self.highs()
         cols = np.array([self.column(n, k) for n, k in bounds], dtype=np.int32)
-        lp = h.getLp()
-        old_lower = np.asarray(lp.col_lower_)[cols]
-        old_upper = np.asarray(lp.col_upper_)[cols]
+        old_lower, old_upper = self.column_bounds(cols)
         new = np.array(list(bounds.values()), dtype=np.float64).reshape(-1, 2)
         h.changeColsBounds(len(cols), cols, new[:, 0].copy(), new[:, 1].copy())
         try:
             return self.solve(**solve_args)
         finally:
             h.changeColsBounds(len(cols), cols, old_lower, old_upper)
+
+    def integer_columns(self) -> np.ndarray | None:
+        """Integer columns, when the builder knows them without asking HiGHS."""
+        return None
+
+    def column_bounds(self, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lp = self.highs().getLp()
+        return np.asarray(lp.col_lower_)[cols], np.asarray(lp.col_upper_)[cols]
 
     def values(self, result: SolveResult, name: str, keys: Iterable[Hashable]) -> dict[Hashable, float]:
         return {k: float(result.values[self.column(name, k)]) for k in keys}
@@ -122,6 +130,12 @@ class HighsBuilder(Builder):
 
     def column(self, name, key):
         return self._columns[name][key]
+
+    def integer_columns(self):
+        return np.array(self._integer, dtype=np.int32)
+
+    def column_bounds(self, cols):
+        return np.asarray(self._lower)[cols], np.asarray(self._upper)[cols]
 
     def add_rows(self, family, rows):
         if self._h is not None:

@@ -12,7 +12,7 @@ from optsched.workload import DeviceGroup, Job, PowerLevel, Workload
 MIN_DEADLINE_SLACK = 1e-9
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Option:
     """Job j may take devices of group g at level l; `speed` already includes the job's speed_on factor."""
 
@@ -22,10 +22,7 @@ class Option:
     speed: float
     cap_w: float
     idle_w: float
-
-    @property
-    def key(self) -> tuple[int, int, int]:
-        return (self.job, self.group, self.level)
+    key: tuple[int, int, int]  # (job, group, level), the index of every per-option variable
 
 
 def eligible(job: Job, group: DeviceGroup) -> bool:
@@ -76,7 +73,7 @@ class ModelData:
                 factor = job.speed_on.get(group.model, 1.0)
                 for lv in kept[g]:
                     level = group.power_levels[lv]
-                    out.append(Option(j, g, lv, level.speed * factor, level.cap_w, group.idle_w))
+                    out.append(Option(j, g, lv, level.speed * factor, level.cap_w, group.idle_w, (j, g, lv)))
         return tuple(out)
 
     @cached_property
@@ -93,14 +90,21 @@ class ModelData:
             by_group[o.group].append(o)
         return tuple(tuple(x) for x in by_group)
 
+    @cached_property
+    def _eligible_devices(self) -> tuple[int, ...]:
+        return tuple(sum(self.groups[g].count for g in {o.group for o in opts}) for opts in self.options_of_job)
+
+    @cached_property
+    def _max_devices(self) -> tuple[int, ...]:
+        caps = (job.max_devices for job in self.jobs)
+        return tuple(n if cap is None else min(cap, n) for n, cap in zip(self._eligible_devices, caps))
+
     def eligible_devices(self, j: int) -> int:
-        return sum(self.groups[g].count for g in {o.group for o in self.options_of_job[j]})
+        return self._eligible_devices[j]
 
     def max_devices(self, j: int) -> int:
         """Most devices job j can use: its own max_devices and what eligible groups hold."""
-        cap = self.jobs[j].max_devices
-        available = self.eligible_devices(j)
-        return available if cap is None else min(cap, available)
+        return self._max_devices[j]
 
     def deadline_coefficient(self, o: Option) -> float | None:
         """Least aggregate speed R that meets the deadline with host option o: p / (D/W - (1-p)/s); None = impossible."""
@@ -122,6 +126,13 @@ class ModelData:
 
     def best_speedup(self, j: int) -> float:
         """Largest S job j can reach: the fastest eligible devices at their fastest level, up to max_devices."""
+        return self._best_speedups[j]
+
+    @cached_property
+    def _best_speedups(self) -> tuple[float, ...]:
+        return tuple(self._best_speedup(j) for j in range(len(self.jobs)))
+
+    def _best_speedup(self, j: int) -> float:
         from optsched.amdahl import speedup
 
         per_group: dict[int, float] = {}

@@ -192,7 +192,9 @@ def _solve_neighbourhood(b: Builder, data: ModelData, fractional, search: _Searc
     budget = min(deadline, time.monotonic() + max(1.0, NEIGHBOURHOOD_SHARE * (deadline - time.monotonic())))
     box = {("n", o.key): (0.0, float(math.ceil(fractional[o.key] - 1e-6))) for o in data.options}
     warm = _warm_start(b, data, search.best) if search.best is not None else None
-    result = b.solve_within(box, wall_deadline=budget, mip_gap=gap / 2, threads=threads, warm_start=warm)
+    result = b.solve_within(
+        box, wall_deadline=budget, mip_gap=gap / 2, threads=threads, warm_start=warm, presolve=True
+    )
     if result.values is None:
         return None
     return {k: int(round(v)) for k, v in b.values(result, "n", (o.key for o in data.options)).items()}

@@ -74,8 +74,6 @@ def new_highs() -> highspy.Highs:
 def configure(h: highspy.Highs) -> highspy.Highs:
     """Our HiGHS options, the same whichever backend built the model."""
     h.setOptionValue("output_flag", os.environ.get("OPTSCHED_HIGHS_LOG") == "1")
-    # Measured on bench/ instances: presolve costs more than it saves on these models (bench/results/planner.md).
-    h.setOptionValue("presolve", "off")
     return h
 
 
@@ -87,15 +85,25 @@ def run_highs(
     threads: int | None = None,
     warm_start: tuple[np.ndarray, np.ndarray] | None = None,
     relax: bool = False,
+    integer_columns: np.ndarray | None = None,
+    presolve: bool = False,
 ) -> SolveResult:
-    """Solve what `h` holds until `wall_deadline` (time.monotonic); `relax` solves the LP relaxation instead."""
+    """Solve what `h` holds until `wall_deadline` (time.monotonic); `relax` solves the LP relaxation instead
+    (with `integer_columns` made continuous for that solve)."""
     started = time.perf_counter()
     limit = max(0.01, wall_deadline - time.monotonic())
     h.setOptionValue("time_limit", limit)
     h.setOptionValue("mip_rel_gap", mip_gap)
+    # Off by default (it costs more than it saves on the full model, bench/results/planner.md); on for
+    # sub-MIPs whose fixed columns it removes.
+    h.setOptionValue("presolve", "on" if presolve else "off")
     if threads is not None:
         h.setOptionValue("threads", threads)
-    integer_cols = _relax(h) if relax else None
+    integer_cols = None
+    if relax:
+        integer_cols = _integer_columns(h) if integer_columns is None else integer_columns
+        if len(integer_cols):
+            h.changeColsIntegrality(len(integer_cols), integer_cols, np.zeros(len(integer_cols), dtype=np.uint8))
     if warm_start is not None and not relax:
         h.setSolution(len(warm_start[0]), warm_start[0], warm_start[1])
     try:
@@ -111,13 +119,8 @@ def run_highs(
             h.changeColsIntegrality(len(integer_cols), integer_cols, np.ones(len(integer_cols), dtype=np.uint8))
 
 
-def _relax(h: highspy.Highs) -> np.ndarray:
-    lp = h.getLp()
-    integrality = np.asarray(lp.integrality_, dtype=np.uint8)
-    cols = np.flatnonzero(integrality).astype(np.int32)
-    if len(cols):
-        h.changeColsIntegrality(len(cols), cols, np.zeros(len(cols), dtype=np.uint8))
-    return cols
+def _integer_columns(h: highspy.Highs) -> np.ndarray:
+    return np.flatnonzero(np.asarray(h.getLp().integrality_, dtype=np.uint8)).astype(np.int32)
 
 
 def _result(h: highspy.Highs, seconds: float, relax: bool) -> SolveResult:

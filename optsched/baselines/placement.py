@@ -184,21 +184,15 @@ def fill_greedily(data: ModelData, fleet: Fleet, counts: Counts) -> None:
     a job's gains only change when it gets a device, and an option that no longer fits never fits again)."""
     import heapq
 
+    state = {j: _JobState.of(data, j, counts) for j in range(len(data.jobs))}
     version = [0] * len(data.jobs)
-    heap = []
+    heap: list = []
 
     def push(o: Option) -> None:
-        j = o.job
-        before = job_speedup(data, j, counts)
-        if before == 0.0 and data.jobs[j].min_devices > 1:
-            return
-        trial = dict(counts)
-        trial[o.key] = trial.get(o.key, 0) + 1
-        if not job_satisfied(data, j, trial):
-            return
-        gain = data.jobs[j].objective_weight * (job_speedup(data, j, trial) - before)
+        st = state[o.job]
+        gain = st.gain(o)
         if gain > 1e-12:
-            heapq.heappush(heap, (-gain / max(o.cap_w - o.idle_w, 1e-3), o.key, version[j], o))
+            heapq.heappush(heap, (-gain / max(o.cap_w - o.idle_w, 1e-3), o.key, version[o.job], o))
 
     for o in data.options:
         if fleet.fits(o):
@@ -212,10 +206,50 @@ def fill_greedily(data: ModelData, fleet: Fleet, counts: Counts) -> None:
             continue
         fleet.take(o)
         counts[key] = counts.get(key, 0) + 1
+        state[o.job].add(o)
         version[o.job] += 1
         for other in data.options_of_job[o.job]:
             if fleet.fits(other):
                 push(other)
+
+
+@dataclass
+class _JobState:
+    """What fill_greedily needs of one job: its devices, host speed and aggregate speed, updated per device."""
+
+    data: ModelData
+    j: int
+    devices: int
+    s_host: float
+    r: float
+
+    @classmethod
+    def of(cls, data: ModelData, j: int, counts: Counts) -> "_JobState":
+        used = [o for o in data.options_of_job[j] if counts.get(o.key, 0) > 0]
+        return cls(
+            data, j, sum(counts[o.key] for o in used), max((o.speed for o in used), default=0.0),
+            sum(o.speed * counts[o.key] for o in used),
+        )
+
+    def speedup(self, s_host: float, r: float) -> float:
+        return speedup(self.data.jobs[self.j].parallel_fraction, s_host, r)
+
+    def gain(self, o: Option) -> float:
+        """Weighted speedup gained by one more device of option o; 0 if the job would not be satisfied."""
+        job = self.data.jobs[self.j]
+        n = self.devices + 1
+        if n < job.min_devices or n > self.data.max_devices(self.j):
+            return 0.0
+        s_host, r = max(self.s_host, o.speed), self.r + o.speed
+        after = self.speedup(s_host, r)
+        if job.deadline_hours is not None and job.work_hours / after > job.deadline_hours * (1 + DEADLINE_RTOL):
+            return 0.0
+        return job.objective_weight * (after - self.speedup(self.s_host, self.r))
+
+    def add(self, o: Option) -> None:
+        self.devices += 1
+        self.s_host = max(self.s_host, o.speed)
+        self.r += o.speed
 
 
 def lp_relaxation(data: ModelData, deadline: float) -> tuple[dict[tuple[int, int, int], float] | None, float | None]:
