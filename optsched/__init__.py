@@ -1,9 +1,11 @@
 """optsched: place jobs on heterogeneous accelerators under power budgets and deadlines (MILP, Pyomo + HiGHS)."""
 
 from optsched.errors import FieldError, InvalidPlan, InvalidWorkload, OptschedError
+from optsched.frontier import Frontier, FrontierPoint, frontier
 from optsched.objectives import OBJECTIVES
 from optsched.plan import Allocation, DeviceUse, Placement, Plan, Status
 from optsched.planner import plan
+from optsched.verify import verify
 from optsched.workload import DeviceGroup, Job, Options, Power, PowerLevel, Priority, Workload
 
 __all__ = [
@@ -12,6 +14,8 @@ __all__ = [
     "DeviceGroup",
     "DeviceUse",
     "FieldError",
+    "Frontier",
+    "FrontierPoint",
     "InvalidPlan",
     "InvalidWorkload",
     "Job",
@@ -24,15 +28,8 @@ __all__ = [
     "Priority",
     "Status",
     "Workload",
+    "frontier",
     "plan",
     "verify",
 ]
 
-
-def __getattr__(name: str):
-    # The verifier lives in its own module and is imported lazily so the model code never depends on it.
-    if name == "verify":
-        from optsched.verify import verify
-
-        return verify
-    raise AttributeError(name)

@@ -86,7 +86,7 @@ def diagnose_infeasible(data: ModelData) -> list[str]:
     must = [data.jobs[j].id for j in _must_run(data)]
     reasons = []
     for domain, budget in budgets(data):
-        least = _least_power(data, domain)
+        least = least_power(data, domain)
         if least is not None and least > budget * (1 + 1e-9) + 1e-6:
             where = "the whole fleet" if domain is None else f"domain {domain!r}"
             reasons.append(
@@ -95,7 +95,7 @@ def diagnose_infeasible(data: ModelData) -> list[str]:
             )
     if reasons:
         return reasons
-    if _least_power(data, None) is None:
+    if least_power(data, None) is None:
         return [
             f"the must-run jobs {must} cannot all be placed at once, even with unlimited power: "
             "together they need more eligible devices (or faster ones for their deadlines) than exist"
@@ -103,14 +103,15 @@ def diagnose_infeasible(data: ModelData) -> list[str]:
     return [f"each power budget can be met on its own, but not all together with the must-run jobs {must} placed"]
 
 
-def _least_power(data: ModelData, domain: str | None) -> float | None:
-    """min power in `domain` (None = fleet) with must-run jobs placed and every budget lifted; None if impossible."""
+def least_power(data: ModelData, domain: str | None, *, keep_domain_budgets: bool = False) -> float | None:
+    """min power in `domain` (None = fleet) with must-run jobs placed and the budgets lifted (all of them, or
+    only the global one with `keep_domain_budgets`); None if impossible."""
     from optsched.model import build_model, power_terms
 
     idle, terms = power_terms(data, domain)
     if not terms:
         return idle
-    b = build_model(data, with_budgets=False)
+    b = build_model(data, with_budgets=keep_domain_budgets)
     b.set_objective(terms, idle, maximise=False)
     result = b.solve(wall_deadline=time.monotonic() + PROBE_TIME_LIMIT_S, mip_gap=1e-6)
     if result.outcome == Outcome.infeasible:
