@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install plan test bench clean
+.PHONY: install plan serve test bench clean
 
 install: $(STAMP)
 
@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml
 
 plan: install
 	$(BIN)/optsched plan models/workloads/demo.json --table
+
+serve: install
+	$(BIN)/optsched serve
 
 test: install
 	$(BIN)/python -m pytest -q

@@ -61,6 +61,105 @@ def plan_command(
     raise typer.Exit(EXIT_PLAN if result.feasible else EXIT_NO_PLAN)
 
 
+@app.command("frontier")
+def frontier_command(
+    workload: Annotated[Path, typer.Argument(help="Workload JSON file.")],
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the frontier JSON here.")] = None,
+    png: Annotated[Optional[Path], typer.Option("--png", help="Write the plot here.")] = None,
+    time_limit: Annotated[Optional[float], typer.Option("--time-limit", min=0.001, help="Seconds per point.")] = None,
+    gap: Annotated[Optional[float], typer.Option("--gap", min=0.0, max=1.0, help="Relative MIP gap per point.")] = None,
+) -> None:
+    """The power-speedup frontier of WORKLOAD: exit 0 with a curve, 1 when there is none, 2 for invalid input."""
+    from optsched.frontier import frontier, plot_frontier
+
+    try:
+        result = frontier(workload, time_limit_s=time_limit, mip_gap=gap)
+    except InvalidWorkload as exc:
+        _print_invalid(exc)
+        raise typer.Exit(EXIT_INVALID)
+    document = json.dumps(result.model_dump(mode="json"), indent=2)
+    if output is not None:
+        _write_atomically(output, document + "\n")
+    else:
+        typer.echo(document)
+    if png is not None and result.points:
+        plot_frontier(result, png)
+    if result.reason:
+        stderr.print(f"[bold red]no frontier:[/] {result.reason}", highlight=False)
+    raise typer.Exit(EXIT_PLAN if result.points else EXIT_NO_PLAN)
+
+
+@app.command("serve")
+def serve_command(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8080,
+    workers: Annotated[
+        Optional[int], typer.Option(min=1, help="Solver processes (default: OPTSCHED_WORKERS, else one per core).")
+    ] = None,
+    threads: Annotated[int, typer.Option(min=1, help="HTTP threads of the gunicorn worker.")] = 32,
+) -> None:
+    """Run the REST service under gunicorn; configuration by OPTSCHED_* environment variables (see docs/rest.md)."""
+    from api.config import ConfigError
+    from api.serve import serve
+
+    try:
+        serve(host=host, port=port, workers=workers, threads=threads)
+    except ConfigError as exc:
+        stderr.print("[bold red]invalid configuration:[/]", str(exc), highlight=False)
+        raise typer.Exit(EXIT_INVALID)
+
+
+@app.command("night")
+def night_command(
+    queue: Annotated[Path, typer.Argument(help="Night queue JSON file (a workload with release_hours, after, power.windows).")],
+    start: Annotated[str, typer.Option("--start", help="When the night starts, ISO 8601 (e.g. 2026-12-01T22:00).")],
+    hours: Annotated[float, typer.Option("--hours", help="Length of the night in hours.")],
+    out: Annotated[Path, typer.Option("--out", help="Output directory (replaced as a whole, atomically).")],
+    preempt: Annotated[bool, typer.Option("--preempt", help="Let due jobs displace lower-priority running jobs.")] = False,
+    restart_hours: Annotated[float, typer.Option("--restart-hours", help="Restart cost of a preempted job, hours.")] = 0.1,
+    time_limit: Annotated[Optional[float], typer.Option("--time-limit", min=0.001, help="Seconds per event's solve.")] = None,
+) -> None:
+    """Plan the night's queue as a timeline; exit 0 if every hard deadline is met, 1 if not, 2 for invalid input."""
+    import time
+
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from optsched.night import plan_night
+    from optsched.night.files import write_night_outputs
+
+    started = time.monotonic()
+    columns = (TextColumn("planning the night"), BarColumn(), MofNCompleteColumn(), TextColumn("jobs done, at +{task.fields[t]:.2f} h"), TimeElapsedColumn())
+    try:
+        with Progress(*columns, console=stderr, transient=True) as bar:
+            task = bar.add_task("night", total=None, t=0.0)
+
+            def progress(p) -> None:
+                bar.update(task, total=p.jobs_total, completed=p.jobs_finished, t=p.t_hours)
+
+            result = plan_night(queue, start=start, hours=hours, preempt=preempt, restart_hours=restart_hours,
+                                time_limit_s=time_limit, progress=progress)
+        write_night_outputs(result, out)
+    except InvalidWorkload as exc:
+        _print_invalid(exc)
+        raise typer.Exit(EXIT_INVALID)
+    except OSError as exc:
+        stderr.print(f"[bold red]cannot write {out}:[/] {exc}", highlight=False)
+        raise typer.Exit(EXIT_INVALID)
+    s = result.summary
+    typer.echo(
+        f"{result.queue}: {s.status.value} - {s.jobs} jobs, {s.finished_by_end_of_night} finished by the end of the night, "
+        f"makespan {s.makespan_hours:.2f} h, hard deadlines met {s.hard_deadlines_met}, missed {len(s.hard_deadlines_missed)}, "
+        f"energy {s.energy_kwh:.1f} kWh; planned in {time.monotonic() - started:.1f} s; wrote {out}/"
+    )
+    for job in result.jobs:
+        if job.reason is not None:
+            stderr.print(f"[yellow]{job.priority} job {escape(repr(job.job))}:[/] {escape(job.reason)}", highlight=False)
+    for warning in result.warnings:
+        stderr.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    raise typer.Exit(EXIT_PLAN if result.ok else EXIT_NO_PLAN)
+
+
 def _print_invalid(exc: InvalidWorkload) -> None:
     stderr.print(f"[bold red]invalid workload[/] ({len(exc.errors)} problem(s)):", highlight=False)
     for error in exc.errors:
