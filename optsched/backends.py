@@ -120,6 +120,8 @@ class HighsBuilder(Builder):
         self.row_keys: list[tuple[str, Hashable]] = []
 
     def add_variables(self, name, keys, lower, upper, integer):
+        if self._h is not None:
+            raise RuntimeError("add variables before the model is first solved")
         block = self._columns.setdefault(name, {})
         for key, lo, hi in zip(keys, lower, upper):
             block[key] = len(self._lower)
@@ -214,6 +216,8 @@ class PyomoBuilder(Builder):
         self._pending: list = []
 
     def add_variables(self, name, keys, lower, upper, integer):
+        if self._solver is not None:
+            raise RuntimeError("add variables before the model is first solved")
         pyo = self.pyo
         keys = list(keys)
         bounds = {k: (lo, None if hi == float("inf") else hi) for k, lo, hi in zip(keys, lower, upper)}

@@ -56,8 +56,10 @@ def _why_no_device(data: ModelData, j: int) -> str:
     if not allowed:
         return f"no device is of an allowed model {list(job.allowed_models or ())}"
     if job.memory_gb is not None and not any(eligible(job, g) for g in allowed):
-        most = max((g.memory_gb or 0.0 for g in allowed), default=0.0)
-        return f"no device has {job.memory_gb:g} GB of memory (largest allowed: {most:g} GB)"
+        known = [g.memory_gb for g in allowed if g.memory_gb is not None]
+        if not known:
+            return f"it needs {job.memory_gb:g} GB per device and no allowed device states its memory"
+        return f"no device has {job.memory_gb:g} GB of memory (largest allowed: {max(known):g} GB)"
     return "no eligible device"
 
 
