@@ -25,6 +25,13 @@ class Builder(ABC):
     tie_break_weight: float = 0.0  # set by the objective; see optsched.objectives
     solve_seconds: float = 0.0  # time spent inside HiGHS over every solve of this model
 
+    @property
+    def cut_keys(self) -> set:
+        """(job, t) of every tangent cut in the model, so that none is added twice."""
+        if "_cut_keys" not in self.__dict__:
+            self._cut_keys: set = set()
+        return self._cut_keys
+
     @abstractmethod
     def add_variables(
         self, name: str, keys: Sequence[Hashable], lower: Sequence[float], upper: Sequence[float], integer: bool

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from optsched.errors import InvalidWorkload
@@ -55,7 +56,9 @@ def plan_command(
     elif output is None:
         typer.echo(document)
     for reason in result.diagnosis:
-        stderr.print(f"[bold red]infeasible:[/] {reason}", highlight=False)
+        stderr.print("[bold red]infeasible:[/]", escape(reason), highlight=False)
+    for change in result.suggestions:
+        stderr.print("[bold yellow]would make it feasible:[/]", escape(change.message), highlight=False)
     for warning in result.warnings:
         stderr.print(f"[yellow]warning:[/] {warning}", highlight=False)
     raise typer.Exit(EXIT_PLAN if result.feasible else EXIT_NO_PLAN)

@@ -12,32 +12,16 @@ import math
 import time
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from optsched.assemble import exact_speedups
 from optsched.backends import Builder
 from optsched.data import ModelData
 from optsched.model import budgets, build_model, power_terms
 from optsched.objectives import OBJECTIVES
+from optsched.plan import Suggestion
 from optsched.solver import Outcome
 from optsched.workload import Priority, Workload
 
 INF = math.inf
-
-
-class Suggestion(BaseModel):
-    """One change a program can apply: set `target` (a JSON path into the workload) from `current` to `needed`."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: str = Field(
-        description="raise_budget, extend_deadline, lower_priority, remove_job, lower_memory, lower_min_devices, "
-        "add_allowed_model"
-    )
-    target: str = Field(description="JSON path of the workload field to change, e.g. power.domains.rack2")
-    current: Any
-    needed: Any
-    message: str
 
 
 def suggest_changes(workload: Workload, *, time_limit_s: float = 20.0) -> list[Suggestion]:
@@ -226,7 +210,8 @@ def _read_suggestions(b: Builder, data: ModelData, must, blocked, result) -> lis
         if job.deadline_hours is not None:
             runtime = job.work_hours / speeds[j]
             if runtime > job.deadline_hours * (1 + 1e-6):
-                needed = math.ceil(runtime * 100 * (1 + 1e-9)) / 100
+                # Rounded up to 0.01 h; within the deadline tolerance (1e-6 relative) an exact fit stays exact.
+                needed = math.ceil(runtime * 100 * (1 - 1e-7)) / 100
                 out.append(Suggestion(kind="extend_deadline", target=f"jobs[{j}].deadline_hours",
                                       current=job.deadline_hours, needed=needed,
                                       message=f"extend job {job.id!r}'s deadline by {needed - job.deadline_hours:.2f} h "

@@ -108,8 +108,13 @@ def tangent_points(data: ModelData, j: int) -> list[float]:
     return [0.0, 1.0, *initial_tangent_points(p, max_ratio)]
 
 
-def add_tangent_cut(b: Builder, data: ModelData, j: int, t: float) -> None:
-    """S_j <= (1-t)^2 X_j + t^2 Y_j, the tangent plane of S = XY/(X+Y) where X/(X+Y) = t (exact there, above elsewhere)."""
+def add_tangent_cut(b: Builder, data: ModelData, j: int, t: float) -> bool:
+    """S_j <= (1-t)^2 X_j + t^2 Y_j, the tangent plane of S = XY/(X+Y) where X/(X+Y) = t (exact there, above elsewhere).
+    Returns False when the job already has this cut."""
+    key = (j, round(t, 9))
+    if key in b.cut_keys:
+        return False
+    b.cut_keys.add(key)
     p = data.jobs[j].parallel_fraction
     if p == 1.0:
         terms: list[Term] = [("S", j, 1.0), ("R", j, -1.0)]
@@ -117,7 +122,8 @@ def add_tangent_cut(b: Builder, data: ModelData, j: int, t: float) -> None:
         terms = [("S", j, 1.0), ("s_host", j, -1.0)]
     else:
         terms = [("S", j, 1.0), ("s_host", j, -((1 - t) ** 2) / (1 - p)), ("R", j, -(t**2) / p)]
-    b.add_rows("speedup_cut", [((j, t), terms, -INF, 0.0)])
+    b.add_rows("speedup_cut", [(key, terms, -INF, 0.0)])
+    return True
 
 
 def add_deadlines(b: Builder, data: ModelData) -> None:

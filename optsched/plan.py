@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,6 +54,19 @@ class DeviceUse(_Frozen):
     power_levels: tuple[tuple[float, float], ...] = Field(description="Echo of the (cap_w, speed) levels used.")
 
 
+class Suggestion(_Frozen):
+    """One change a program can apply: set `target` (a JSON path into the workload) from `current` to `needed`."""
+
+    kind: str = Field(
+        description="raise_budget, extend_deadline, lower_priority, remove_job, lower_memory, lower_min_devices, "
+        "add_allowed_model"
+    )
+    target: str = Field(description="JSON path of the workload field to change, e.g. power.domains.rack2")
+    current: Any
+    needed: Any
+    message: str
+
+
 class Plan(_Frozen):
     workload: str = Field(description="Name of the planned workload.")
     objective_name: str
@@ -68,7 +82,10 @@ class Plan(_Frozen):
     budget_by_domain: dict[str, float] = Field(default_factory=dict, description="Echo of the domain budgets.")
     placements: tuple[Placement, ...] = ()
     devices: tuple[DeviceUse, ...] = ()
-    diagnosis: tuple[str, ...] = ()
+    diagnosis: tuple[str, ...] = Field(default=(), description="Why there is no plan, in plain language.")
+    suggestions: tuple[Suggestion, ...] = Field(
+        default=(), description="The fewest and smallest changes after which there is one (optsched.elastic)."
+    )
     warnings: tuple[str, ...] = ()
     rounds: int = Field(default=0, description="Cut-refinement rounds (MILP solves) used.")
     timings: dict[str, float] = Field(

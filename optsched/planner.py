@@ -32,8 +32,12 @@ from optsched.workload import Workload, workload_warnings
 # A modelled speedup this far above the exact one gets a new tangent cut at the current point.
 CUT_TOLERANCE = 1e-7
 MAX_ROUNDS = 50
-# HiGHS's own absolute gap tolerance (mip_abs_gap): objectives this close count as equal.
+# The elastic MILP behind the suggestions of an infeasible plan gets at most this long.
+SUGGESTION_TIME_LIMIT_S = 20.0
+# Below the solver's feasibility tolerances (1e-7 per row, speeds summed over many rows) a gap means nothing:
+# objectives this close count as equal, and a requested gap below MIN_GAP is treated as MIN_GAP.
 ABS_GAP = 1e-6
+MIN_GAP = 1e-6
 # Share of the time limit the LP cut loop may use (after its first LP, which always runs).
 RELAXATION_SHARE = 0.3
 # Share of the remaining time the LP-neighbourhood sub-MIP may use before the full MILP gets the rest.
@@ -69,7 +73,7 @@ def plan(
 
     reasons = precheck(data)
     if reasons:
-        return empty_plan(data, Status.infeasible, reasons, warnings, started, rounds=0)
+        return _infeasible(data, reasons, warnings, started, 0, time_limit)
     objective = OBJECTIVES[workload.objective]
     if not data.options:
         # Nothing can run anywhere and precheck found no must-run job: the empty plan is the only plan.
@@ -95,7 +99,7 @@ def plan(
     }
 
     if search.infeasible:
-        return empty_plan(data, Status.infeasible, tuple(diagnose_infeasible(data)), warnings, started, search.rounds)
+        return _infeasible(data, diagnose_infeasible(data), warnings, started, search.rounds, time_limit)
     if search.best is None:
         return empty_plan(data, Status.no_solution, (), warnings, started, search.rounds)
     status = Status.optimal if search.proven else Status.time_limit
@@ -105,6 +109,15 @@ def plan(
 
 
 Progress = Callable[[float, float | None, float | None], None]
+
+
+def _infeasible(data: ModelData, reasons, warnings, started: float, rounds: int, time_limit: float) -> Plan:
+    """The infeasible plan: why (diagnosis) and what would make it feasible (suggestions, from the elastic MILP)."""
+    from optsched.elastic import suggest_changes
+
+    changes = suggest_changes(data.workload, time_limit_s=max(1.0, min(SUGGESTION_TIME_LIMIT_S, time_limit)))
+    plan = empty_plan(data, Status.infeasible, tuple(reasons), warnings, started, rounds)
+    return plan.model_copy(update={"suggestions": tuple(changes), "solve_seconds": time.monotonic() - started})
 
 
 @dataclass
@@ -223,8 +236,7 @@ def tighten_relaxation(b: Builder, data: ModelData, deadline: float, threads, ma
             if s_host <= 1e-9 or r <= 1e-9:
                 continue
             if s > speedup(p, s_host, r) * (1 + CUT_TOLERANCE) + CUT_TOLERANCE:
-                add_tangent_cut(b, data, j, tangent_point(p, s_host, r))
-                added += 1
+                added += add_tangent_cut(b, data, j, tangent_point(p, s_host, r))
         if not added:
             return result
     # Cuts were added after the last LP: its bound is still valid, only looser.
@@ -255,8 +267,7 @@ def _add_cuts(b: Builder, data: ModelData, counts, exact: list[float], modelled)
             continue
         s_host, r = host_and_aggregate(data, j, counts)
         if 0.0 < job.parallel_fraction < 1.0 and s_host > 0:
-            add_tangent_cut(b, data, j, tangent_point(job.parallel_fraction, s_host, r))
-            added += 1
+            added += add_tangent_cut(b, data, j, tangent_point(job.parallel_fraction, s_host, r))
     return added
 
 
@@ -295,7 +306,7 @@ def _within_gap(search: _Search, gap: float) -> bool:
         return False
     if abs(search.bound - search.best_value) <= ABS_GAP:
         return True
-    return relative_gap(search.best_value, search.bound) <= gap * (1 + TIE_BREAK_SHARE) + 1e-12
+    return relative_gap(search.best_value, search.bound) <= max(gap, MIN_GAP) * (1 + TIE_BREAK_SHARE)
 
 
 def _tighter(old: float | None, new: float | None, maximise: bool) -> float | None:

@@ -72,3 +72,13 @@ def test_reads_standard_input():
     data = workload([device("g", "m", 1, [(100, 1.0)])], [job("a")])
     result = runner.invoke(app, ["plan", "-"], input=json.dumps(data))
     assert result.exit_code == 0 and json.loads(result.stdout)["status"] == "optimal"
+
+
+def test_infeasible_plan_carries_suggestions_and_cli_prints_them(tmp_path):
+    data = workload([device("g", "m", 2, [(100, 1.0)])], [job("a", work=10, p=1.0, priority="high", deadline_hours=4)])
+    result = runner.invoke(app, ["plan", str(write(tmp_path, data))])
+    assert result.exit_code == 1
+    plan = json.loads(result.stdout)
+    assert [s["kind"] for s in plan["suggestions"]] == ["extend_deadline"]
+    assert plan["suggestions"][0]["needed"] == 5.0
+    assert "extend job 'a''s deadline by 1.00 h (to 5.00 h)" in result.stderr

@@ -15,7 +15,8 @@ def test_every_plan_verifies_and_status_is_consistent(w):
     assert result.status in set(Status)
     if result.status == Status.optimal:
         assert result.gap is not None and result.bound is not None
-        assert result.gap <= 1.1e-7 + 1e-12 or abs(result.bound - result.objective) <= 1e-6
+        # Requested gap 1e-7 is below the solver's tolerances, which the planner treats as 1e-6.
+        assert result.gap <= 1.1e-6 or abs(result.bound - result.objective) <= 1e-6
     if result.status == Status.infeasible:
         assert result.diagnosis and not any(p.admitted for p in result.placements)
     else:
