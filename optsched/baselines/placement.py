@@ -99,14 +99,18 @@ def _fastest_first(data: ModelData, j: int, max_cap_only: bool) -> list[list[Opt
     return sorted(ladders, key=lambda ladder: (-ladder[0].speed, ladder[0].group))
 
 
-def _place_greedily(data: ModelData, j: int, fleet: Fleet, counts: Counts, lower_caps: bool) -> None:
-    """Add the fastest device that fits, one at a time, until the job is satisfied-and-done or nothing fits."""
+def _place_greedily(
+    data: ModelData, j: int, fleet: Fleet, counts: Counts, lower_caps: bool, minimal: bool = False
+) -> None:
+    """Add the fastest device that fits, one at a time, until the job meets its deadline (or, `minimal`, is
+    satisfied at all), reaches max_devices, or nothing fits; keep the devices only if the job is satisfied."""
     job = data.jobs[j]
     taken: Counts = {}
     ladders = _fastest_first(data, j, max_cap_only=not lower_caps)
     total = 0
     while total < data.max_devices(j):
-        if job.deadline_hours is not None and total >= job.min_devices and job_satisfied(data, j, taken):
+        done = minimal or job.deadline_hours is not None
+        if done and total >= job.min_devices and job_satisfied(data, j, taken):
             break
         choice = next((o for ladder in ladders for o in ladder if fleet.fits(o)), None)
         if choice is None:
@@ -136,47 +140,49 @@ def greedy_counts(data: ModelData, lower_caps: bool = False) -> Counts:
 
 
 def round_and_repair(data: ModelData, fractional: dict[tuple[int, int, int], float]) -> Counts:
-    """Round an LP allocation down, drop jobs it leaves unsatisfied, re-place must-run jobs greedily, then round up
-    the largest fractions that still fit: a feasible integer allocation (must-run jobs may be missing if stuck)."""
+    """Round an LP allocation: every job keeps the floor of its LP devices, then the largest fractions are rounded
+    up while they fit (each job up to its rounded LP total); jobs left unsatisfied are dropped (must-run ones
+    re-placed greedily), and leftover devices and watts are spread greedily. Feasible by construction."""
     fleet = Fleet(data)
     counts: Counts = {}
     if not fleet.within_budgets:
         return counts
     admit_all = OBJECTIVES[data.workload.objective].admit_all
-    for j in job_order(data):
-        taken = _round_job(data, j, fractional, fleet)
-        if taken and job_satisfied(data, j, taken):
-            counts.update(taken)
-            continue
-        for key, n in taken.items():
-            fleet.give_back(_option(data, key), n)
-        if data.jobs[j].is_hard or admit_all:
-            _place_greedily(data, j, fleet, counts, lower_caps=True)
-    if not OBJECTIVES[data.workload.objective].admit_all:
-        fill_greedily(data, fleet, counts)
-    return counts
-
-
-def _round_job(data: ModelData, j: int, fractional, fleet: Fleet) -> Counts:
-    """Floor the job's LP devices, then hand its rounded-off mass back to the options with the largest fractions,
-    so the job keeps about as many devices as the LP gave it (taken from `fleet` as they fit)."""
-    taken: Counts = {}
-    options = [o for o in data.options_of_job[j] if fractional.get(o.key, 0.0) > 1e-6]
-    for o in options:
-        n = math.floor(fractional[o.key] + 1e-6)
+    mass = [0.0] * len(data.jobs)
+    for o in data.options:
+        v = fractional.get(o.key, 0.0)
+        mass[o.job] += v
+        n = math.floor(v + 1e-6)
         if n and fleet.fits(o, n):
             fleet.take(o, n)
-            taken[o.key] = n
-    mass = sum(fractional[o.key] for o in options) - sum(taken.values())
-    by_fraction = sorted(options, key=lambda o: (-(fractional[o.key] - math.floor(fractional[o.key] + 1e-6)), -o.speed))
-    for o in by_fraction:
-        if mass < 0.5 or sum(taken.values()) >= data.max_devices(j):
+            counts[o.key] = n
+    devices = [0] * len(data.jobs)
+    for key, n in counts.items():
+        devices[key[0]] += n
+    fractions = sorted(
+        ((fractional.get(o.key, 0.0) - math.floor(fractional.get(o.key, 0.0) + 1e-6), o) for o in data.options),
+        key=lambda x: (-x[0], -x[1].speed, x[1].key),
+    )
+    for frac, o in fractions:
+        if frac <= 1e-6:
             break
-        if fleet.fits(o):
+        if devices[o.job] < min(round(mass[o.job]), data.max_devices(o.job)) and fleet.fits(o):
             fleet.take(o)
-            taken[o.key] = taken.get(o.key, 0) + 1
-            mass -= 1
-    return taken
+            counts[o.key] = counts.get(o.key, 0) + 1
+            devices[o.job] += 1
+    for j in job_order(data):
+        mine = {o.key: counts[o.key] for o in data.options_of_job[j] if counts.get(o.key)}
+        if not mine or job_satisfied(data, j, mine):
+            continue
+        for key, n in mine.items():
+            fleet.give_back(_option(data, key), n)
+            del counts[key]
+    for j in job_order(data):
+        if (data.jobs[j].is_hard or admit_all) and not any(counts.get(o.key) for o in data.options_of_job[j]):
+            _place_greedily(data, j, fleet, counts, lower_caps=True, minimal=True)
+    if not admit_all:
+        fill_greedily(data, fleet, counts)
+    return counts
 
 
 def fill_greedily(data: ModelData, fleet: Fleet, counts: Counts) -> None:
