@@ -1,0 +1,87 @@
+"""The optsched REST service: `create_app(config=None)` builds the Flask app (flask-openapi3 generates the spec).
+
+One blueprint per resource (plans, verify, health); errors become problem+json in api/errors.py; the store
+and the solve queue live in the optsched library (optsched.store, optsched.jobs) so other front ends reuse them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from flask import Flask, redirect
+from flask_openapi3 import Info, OpenAPI
+
+from api import health, plans, verify
+from api.config import load_settings
+from api.errors import Problem, register_error_handlers, validation_problem
+from api.guards import BEARER_SCHEME, ApiRequest, StrictJSONProvider
+from api.services import EXTENSION, Services, services
+from optsched.jobs import ProcessPool
+from optsched.store import PlanStore
+
+__all__ = ["create_app", "shutdown", "services"]
+
+API_VERSION = "1.0.0"
+
+
+class _OpenAPI(OpenAPI):
+    json_provider_class = StrictJSONProvider
+    request_class = ApiRequest
+
+    def generate_spec_json(self) -> None:
+        super().generate_spec_json()
+        # flask-openapi3 adds a plain-JSON 422 to operations that declare none; ours declare theirs, and
+        # operations without a request model cannot answer 422 at all.
+        for operation in (op for item in self.spec_json["paths"].values() for op in item.values()):
+            declared = operation.get("responses", {}).get(self.validation_error_status, {})
+            if "application/json" in declared.get("content", {}):
+                del operation["responses"][self.validation_error_status]
+
+
+def create_app(config: Mapping[str, Any] | None = None) -> Flask:
+    """The service; settings come from OPTSCHED_* variables, overridden by `config` (see api/config.py)."""
+    settings = load_settings(config)
+    app = _OpenAPI(
+        __name__,
+        info=Info(
+            title="optsched",
+            version=API_VERSION,
+            description="Power- and deadline-aware placement of jobs on heterogeneous accelerators.",
+        ),
+        security_schemes=BEARER_SCHEME,
+        validation_error_model=Problem,
+        validation_error_callback=validation_problem,
+        doc_prefix="/docs",
+        doc_url="/openapi.json",
+    )
+    app.config.update(settings)
+    app.config["MAX_CONTENT_LENGTH"] = int(settings["MAX_BODY_MB"] * 2**20)
+    app.json.sort_keys = False
+
+    store = PlanStore(settings["DATABASE_URL"])
+    queue = ProcessPool(
+        store,
+        workers=settings["WORKERS"],
+        queue_size=settings["QUEUE_SIZE"],
+        max_solves_per_worker=settings["MAX_SOLVES_PER_WORKER"],
+        grace_s=settings["SOLVE_GRACE_S"],
+        solver_threads=settings["SOLVER_THREADS"],
+    )
+    app.extensions[EXTENSION] = Services(store=store, queue=queue)
+
+    for blueprint in (plans.bp, verify.bp, health.bp):
+        app.register_api(blueprint)
+    app.add_url_rule("/openapi.json", "openapi_json", lambda: app.api_doc)
+    app.add_url_rule("/docs", "docs", lambda: redirect("/docs/swagger"))
+    register_error_handlers(app)
+
+    if settings["START_WORKERS"]:
+        queue.start()
+    return app
+
+
+def shutdown(app: Flask) -> None:
+    """Stop the solve queue (plans in flight go back to queued) and close the store."""
+    s = services(app)
+    s.queue.stop()
+    s.store.close()

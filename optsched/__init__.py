@@ -2,6 +2,7 @@
 
 from optsched.errors import FieldError, InvalidPlan, InvalidWorkload, OptschedError
 from optsched.frontier import Frontier, FrontierPoint, frontier
+from optsched.night import NightPlan, plan_night
 from optsched.objectives import OBJECTIVES
 from optsched.plan import Allocation, DeviceUse, Placement, Plan, Status
 from optsched.planner import plan
@@ -19,6 +20,7 @@ __all__ = [
     "InvalidPlan",
     "InvalidWorkload",
     "Job",
+    "NightPlan",
     "OptschedError",
     "Options",
     "Placement",
@@ -30,6 +32,7 @@ __all__ = [
     "Workload",
     "frontier",
     "plan",
+    "plan_night",
     "verify",
 ]
 

@@ -20,7 +20,7 @@ from optsched.assemble import (
     weighted,
 )
 from optsched.backends import Builder
-from optsched.baselines.placement import round_and_repair
+from optsched.baselines.placement import greedy_fill, round_and_repair
 from optsched.data import ModelData
 from optsched.diagnosis import diagnose_infeasible, precheck
 from optsched.model import ExtraFunctionality, add_tangent_cut, build_model, needs_host
@@ -88,7 +88,7 @@ def plan(
     deadline = started + time_limit
     start = _counts_from_allocations(data, warm_start) if warm_start else None
     search = _Search(started=started, progress=progress)
-    _refine(search, b, data, objective, gap, deadline, threads, start)
+    _refine(search, b, data, objective, gap, deadline, threads, start, extra_rows=extra_functionality is not None)
     solved = time.monotonic()
     timings = {
         "validate": validated - started,
@@ -133,25 +133,43 @@ class _Search:
 
 
 def _refine(
-    search: _Search, b: Builder, data: ModelData, objective: Objective, gap: float, deadline: float, threads, start
+    search: _Search,
+    b: Builder,
+    data: ModelData,
+    objective: Objective,
+    gap: float,
+    deadline: float,
+    threads,
+    start,
+    extra_rows: bool = False,
 ) -> _Search:
     """Outer approximation: tighten the tangent cuts on the LP relaxation, then solve the MILP, compare modelled
     and exact speedups at its solution, add cuts where they differ, and solve again until they agree."""
     maximise = objective.sense == "max"
+    # Rows added by extra_functionality are invisible to the heuristics: their plans then only seed HiGHS,
+    # which checks every row, and are never accepted as they are.
+    trusted = not extra_rows
+    seeds = [start] if start is not None else []
     relaxation = tighten_relaxation(b, data, deadline, threads)
-    if start is not None:
-        _consider(search, data, objective, start)
     if relaxation is not None and relaxation.values is not None:
         _improve_bound(search, primary_bound(b, data, objective, relaxation.bound), maximise)
         fractional = b.values(relaxation, "n", (o.key for o in data.options))
-        _consider(search, data, objective, round_and_repair(data, fractional))
-        if not _within_gap(search, gap):
+        seeds.append(round_and_repair(data, fractional))
+    else:
+        # No LP in time (very large workloads): a greedy plan, and the bound no plan can pass.
+        seeds.append(greedy_fill(data))
+        _improve_bound(search, _trivial_bound(data, objective), maximise)
+    if trusted:
+        for counts in seeds:
+            _consider(search, data, objective, counts)
+        if relaxation is not None and relaxation.values is not None and not _within_gap(search, gap):
             _consider(search, data, objective, _solve_neighbourhood(b, data, fractional, search, gap, deadline, threads))
     if search.best is not None and _within_gap(search, gap):
         # A plan within the gap of the LP bound: proven without branching on the whole model.
         search.proven = True
         return search
-    warm = _warm_start(b, data, search.best) if search.best is not None else None
+    seed = search.best if trusted else next((c for c in reversed(seeds) if _feasible(data, c)), None)
+    warm = _warm_start(b, data, seed) if seed is not None else None
     while search.rounds < MAX_ROUNDS:
         search.rounds += 1
         result = b.solve(wall_deadline=deadline, mip_gap=gap, threads=threads, warm_start=warm)
@@ -176,6 +194,13 @@ def _refine(
             return search
         warm = _warm_start(b, data, search.best)
     return search
+
+
+def _trivial_bound(data: ModelData, objective: Objective) -> float | None:
+    """Every job at its best speedup, ignoring capacity and power (max); the idle draw (min)."""
+    if objective.sense == "max":
+        return sum(job.objective_weight * data.best_speedup(j) for j, job in enumerate(data.jobs))
+    return data.idle_power_w
 
 
 def _consider(search: _Search, data: ModelData, objective: Objective, counts) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 
@@ -68,7 +70,25 @@ class SolveResult:
 
 
 def new_highs() -> highspy.Highs:
-    return configure(highspy.Highs())
+    with _quiet_stdout():
+        # HiGHS prints its banner on stdout when constructed, before any option can turn it off; stdout is
+        # where the CLI writes plan JSON.
+        h = highspy.Highs()
+    return configure(h)
+
+
+@contextmanager
+def _quiet_stdout():
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
 
 
 def configure(h: highspy.Highs) -> highspy.Highs:

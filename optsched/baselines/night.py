@@ -12,9 +12,10 @@ the domain budgets now and the global budget (a window's, else budget_w) at ever
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from optsched.night.engine import Decision, ProgressCallback, View, simulate
 from optsched.night.fleet import TIME_TOL, Use, Uses
@@ -51,7 +52,7 @@ class ListPolicy:
         fleet = view.fleet
         job = fleet.jobs[j]
         slots = sorted(
-            ((-fleet.speed(j, g, fleet.top_cap_level(g)), g) for g in fleet.eligible_groups[j] for _ in range(free[g]))
+            (-fleet.speed(j, g, fleet.top_cap_level(g)), g) for g in fleet.eligible_groups[j] for _ in range(free[g])
         )
         most = len(slots) if job.max_devices is None else min(job.max_devices, len(slots))
         for k in range(most, job.min_devices - 1, -1):

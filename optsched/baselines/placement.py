@@ -185,6 +185,21 @@ def round_and_repair(data: ModelData, fractional: dict[tuple[int, int, int], flo
     return counts
 
 
+def greedy_fill(data: ModelData) -> Counts:
+    """Must-run jobs first with the least that satisfies them, then devices and watts by speedup gained per watt."""
+    fleet = Fleet(data)
+    counts: Counts = {}
+    if not fleet.within_budgets:
+        return counts
+    admit_all = OBJECTIVES[data.workload.objective].admit_all
+    for j in job_order(data):
+        if data.jobs[j].is_hard or admit_all:
+            _place_greedily(data, j, fleet, counts, lower_caps=True, minimal=True)
+    if not admit_all:
+        fill_greedily(data, fleet, counts)
+    return counts
+
+
 def fill_greedily(data: ModelData, fleet: Fleet, counts: Counts) -> None:
     """Spend leftover devices and watts where the weighted speedup gained per watt is largest (lazy greedy:
     a job's gains only change when it gets a device, and an option that no longer fits never fits again)."""

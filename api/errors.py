@@ -1,0 +1,155 @@
+"""RFC 9457 problem details: the one place where errors become `application/problem+json` responses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+from flask import Flask, Response, current_app, request
+from pydantic import BaseModel, Field, ValidationError
+from werkzeug.exceptions import HTTPException
+from werkzeug.http import HTTP_STATUS_CODES
+
+from optsched.errors import FieldError, InvalidPlan, InvalidWorkload
+from optsched.jobs import QueueFull
+from optsched.store import InvalidCursor
+from optsched.workload import field_errors
+
+PROBLEM_JSON = "application/problem+json"
+# Problem types: about:blank where the status says it all, a URN where the client can act on the kind.
+INVALID_WORKLOAD = "urn:optsched:problem:invalid-workload"
+INVALID_REQUEST = "urn:optsched:problem:invalid-request"
+QUEUE_FULL = "urn:optsched:problem:queue-full"
+IDEMPOTENCY_KEY_REUSED = "urn:optsched:problem:idempotency-key-reused"
+
+
+class ProblemField(BaseModel):
+    path: str = Field(description="JSON path of the offending field ('' for the whole document).")
+    message: str
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem document."""
+
+    type: str = Field(default="about:blank", description="URI of the problem type.")
+    title: str
+    status: int
+    detail: str = ""
+    errors: list[ProblemField] = Field(default_factory=list, description="Every invalid field, with its JSON path.")
+
+
+class ApiProblem(Exception):
+    """Raise from a view to answer with a problem document."""
+
+    def __init__(
+        self,
+        status: int,
+        detail: str,
+        *,
+        type: str = "about:blank",
+        title: str | None = None,
+        errors: Iterable[FieldError] = (),
+        headers: dict[str, str] | None = None,
+    ):
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.type = type
+        self.title = title or HTTP_STATUS_CODES.get(status, "Error")
+        self.errors = list(errors)
+        self.headers = headers or {}
+
+
+def problem_response(problem: ApiProblem) -> Response:
+    body = Problem(
+        type=problem.type,
+        title=problem.title,
+        status=problem.status,
+        detail=problem.detail,
+        errors=[ProblemField(path=e.path, message=e.message) for e in problem.errors],
+    )
+    response = current_app.response_class(
+        json.dumps(body.model_dump(mode="json")), status=problem.status, mimetype=PROBLEM_JSON
+    )
+    response.headers.update(problem.headers)
+    return response
+
+
+def problem_doc(description: str, headers: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An OpenAPI response object for a problem document (a fresh dict: the generator mutates it)."""
+    doc: dict[str, Any] = {
+        "description": description,
+        "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+    }
+    if headers:
+        doc["headers"] = headers
+    return doc
+
+
+def validation_problem(exc: ValidationError) -> Response:
+    """flask-openapi3's hook for request models that fail validation (body, query, headers, path)."""
+    errors = field_errors(exc)
+    kind = exc.title
+    if kind in ("Workload", "VerifyRequest"):
+        what, problem_type = ("workload" if kind == "Workload" else "workload or plan"), INVALID_WORKLOAD
+    else:
+        what, problem_type = "request", INVALID_REQUEST
+    return problem_response(
+        ApiProblem(
+            422,
+            f"invalid {what} ({len(errors)} problem(s)); fix the fields listed in `errors`",
+            type=problem_type,
+            errors=errors,
+        )
+    )
+
+
+def register_error_handlers(app: Flask) -> None:
+    @app.errorhandler(ApiProblem)
+    def _api_problem(exc: ApiProblem):
+        return problem_response(exc)
+
+    @app.errorhandler(InvalidWorkload)
+    def _invalid_workload(exc: InvalidWorkload):
+        return problem_response(
+            ApiProblem(
+                422, f"invalid workload ({len(exc.errors)} problem(s))", type=INVALID_WORKLOAD, errors=exc.errors
+            )
+        )
+
+    @app.errorhandler(InvalidPlan)
+    def _invalid_plan(exc: InvalidPlan):
+        return problem_response(
+            ApiProblem(422, f"invalid plan ({len(exc.errors)} problem(s))", type=INVALID_WORKLOAD, errors=exc.errors)
+        )
+
+    @app.errorhandler(InvalidCursor)
+    def _invalid_cursor(exc: InvalidCursor):
+        return problem_response(
+            ApiProblem(422, str(exc), type=INVALID_REQUEST, errors=[FieldError("cursor", str(exc))])
+        )
+
+    @app.errorhandler(QueueFull)
+    def _queue_full(exc: QueueFull):
+        return problem_response(
+            ApiProblem(503, str(exc), type=QUEUE_FULL, headers={"Retry-After": str(exc.retry_after_s)})
+        )
+
+    @app.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException):
+        if exc.code is None:
+            return exc
+        headers = {k: v for k, v in exc.get_headers() if k.lower() not in ("content-type", "content-length")}
+        return problem_response(ApiProblem(exc.code, _describe(exc), headers=headers))
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc: Exception):
+        current_app.logger.exception("unhandled error on %s %s", request.method, request.path)
+        return problem_response(ApiProblem(500, "the server failed to handle this request; the error was logged"))
+
+
+def _describe(exc: HTTPException) -> str:
+    if exc.code == 413:
+        limit = current_app.config.get("MAX_CONTENT_LENGTH") or 0
+        return f"the request body is larger than the {limit:,} bytes this service accepts (OPTSCHED_MAX_BODY_MB)"
+    return exc.description or ""

@@ -1,0 +1,173 @@
+"""/v1/plans: submit a workload, follow its plan, list, cancel or delete."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import current_app, request
+from flask_openapi3 import APIBlueprint, Tag
+
+from api.errors import IDEMPOTENCY_KEY_REUSED, ApiProblem, problem_doc
+from api.guards import V1_SECURITY, require_json_body, require_token
+from api.schemas import ListQuery, PlanList, PlanPath, PlanResource, PlanSummary, SubmitHeaders
+from api.services import services
+from optsched.store import PlanRecord
+from optsched.workload import Workload
+
+bp = APIBlueprint(
+    "plans",
+    __name__,
+    url_prefix="/v1",
+    abp_tags=[Tag(name="plans", description="Submit workloads and follow their plans.")],
+    abp_security=V1_SECURITY,
+)
+bp.before_request(require_token)
+bp.before_request(require_json_body)
+
+LOCATION = {"Location": {"description": "URL of the plan resource.", "schema": {"type": "string"}}}
+RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}}
+UNAUTHORIZED = "Missing or wrong bearer token (only when OPTSCHED_API_TOKEN is set)."
+NOT_FOUND = "No plan with this id."
+
+
+def _resource_doc(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "headers": LOCATION,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PlanResource"}}},
+    }
+
+
+@bp.post(
+    "/plans",
+    operation_id="createPlan",
+    summary="Submit a workload for planning",
+    description="Validates and stores the workload and queues its solve, then waits up to OPTSCHED_SYNC_WAIT_S: "
+    "201 with the plan if it is done by then, else 202; either way `Location` is the plan's URL. "
+    "`Prefer: respond-async` answers 202 at once. With `Idempotency-Key`, a retried request returns the plan the "
+    "first one created (`Idempotent-Replayed: true`) instead of solving again.",
+    responses={
+        201: _resource_doc("The solve finished within OPTSCHED_SYNC_WAIT_S: the finished plan."),
+        202: _resource_doc("Accepted and queued or solving; poll `Location` until `status` is final."),
+        400: problem_doc("The body is not valid JSON."),
+        401: problem_doc(UNAUTHORIZED),
+        413: problem_doc("The body is larger than OPTSCHED_MAX_BODY_MB."),
+        415: problem_doc("The body is not `application/json`."),
+        422: problem_doc("The workload fails validation; `errors` lists every offending field."),
+        503: problem_doc("The solve queue is full; retry after `Retry-After` seconds.", RETRY_AFTER),
+    },
+)
+def create_plan(header: SubmitHeaders, body: Workload):
+    """Store, queue, wait a little: 201 with the plan, or 202 to poll (see the description above)."""
+    document = request.get_json()
+    store, queue = services().store, services().queue
+    record, created = store.create(document, header.idempotency_key)
+    if not created and _canonical(record.workload) != _canonical(document):
+        raise ApiProblem(
+            422,
+            "this Idempotency-Key was used for a different workload; use a new key for a new workload",
+            type=IDEMPOTENCY_KEY_REUSED,
+        )
+    if created:
+        try:
+            queue.submit(record.id)
+        except Exception:
+            store.delete(record.id, states=[record.status])
+            raise
+    respond_async = _prefers_async(header.prefer)
+    if not respond_async and not record.status.final:
+        record = queue.wait(record.id, current_app.config["SYNC_WAIT_S"]) or record
+    response = _resource_response(record, 201 if record.status.final else 202)
+    if respond_async:
+        response.headers["Preference-Applied"] = "respond-async"
+    if not created:
+        response.headers["Idempotent-Replayed"] = "true"
+    return response
+
+
+@bp.get(
+    "/plans/<plan_id>",
+    operation_id="getPlan",
+    summary="Get a plan",
+    description="The plan resource: status, submitted/started/finished timestamps and, once there is one, the plan.",
+    responses={
+        200: PlanResource,
+        401: problem_doc(UNAUTHORIZED),
+        404: problem_doc(NOT_FOUND),
+    },
+)
+def get_plan(path: PlanPath):
+    """The plan resource."""
+    return _resource_response(_record_or_404(path.plan_id), 200)
+
+
+@bp.get(
+    "/plans",
+    operation_id="listPlans",
+    summary="List plans, newest first",
+    description="Plan summaries (without the plan), newest first; pass `next_cursor` as `cursor` for the next "
+    "page, `status` to filter.",
+    responses={
+        200: PlanList,
+        401: problem_doc(UNAUTHORIZED),
+        422: problem_doc("A query parameter is invalid (for example a cursor this service did not return)."),
+    },
+)
+def list_plans(query: ListQuery):
+    """One page of plan summaries."""
+    records, next_cursor = services().store.list(limit=query.limit, cursor=query.cursor, status=query.status)
+    page = PlanList(items=[PlanSummary.of(r) for r in records], next_cursor=next_cursor)
+    return page.model_dump(mode="json")
+
+
+@bp.delete(
+    "/plans/<plan_id>",
+    operation_id="deletePlan",
+    summary="Cancel or delete a plan",
+    description="A queued or solving plan is cancelled (its solve is stopped): 200 with the resource, status "
+    "`cancelled`. A finished plan is deleted: 204.",
+    responses={
+        200: PlanResource,
+        204: None,
+        401: problem_doc(UNAUTHORIZED),
+        404: problem_doc(NOT_FOUND),
+    },
+)
+def delete_plan(path: PlanPath):
+    """Cancel an unfinished plan, delete a finished one."""
+    record = _record_or_404(path.plan_id)
+    if record.status.final:
+        if services().store.delete(record.id):
+            return "", 204
+        raise ApiProblem(404, f"no plan {path.plan_id!r}")
+    cancelled = services().queue.cancel(record.id)
+    if cancelled is None:
+        raise ApiProblem(404, f"no plan {path.plan_id!r}")
+    return _resource_response(cancelled, 200)
+
+
+def _record_or_404(plan_id: str) -> PlanRecord:
+    record = services().store.get(plan_id)
+    if record is None:
+        raise ApiProblem(404, f"no plan {plan_id!r}; list plans with GET /v1/plans")
+    return record
+
+
+def _resource_response(record: PlanRecord, status: int):
+    response = current_app.response_class(
+        json.dumps(PlanResource.of(record).model_dump(mode="json")), status=status, mimetype="application/json"
+    )
+    response.headers["Location"] = f"/v1/plans/{record.id}"
+    return response
+
+
+def _prefers_async(prefer: str | None) -> bool:
+    """RFC 7240: `Prefer` holds comma-separated preferences, each `token[=value][; params]`."""
+    if not prefer:
+        return False
+    return any(p.split(";")[0].split("=")[0].strip().lower() == "respond-async" for p in prefer.split(","))
+
+
+def _canonical(document: Any) -> str:
+    return json.dumps(document, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,22 @@
+"""The store and the solve queue an app uses, kept in `app.extensions` by create_app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import Flask, current_app
+
+from optsched.jobs import SolveQueue
+from optsched.store import PlanStore
+
+EXTENSION = "optsched"
+
+
+@dataclass(frozen=True)
+class Services:
+    store: PlanStore
+    queue: SolveQueue
+
+
+def services(app: Flask | None = None) -> Services:
+    return (app or current_app).extensions[EXTENSION]

@@ -1,0 +1,210 @@
+"""Night-plan charts as PNG bytes (matplotlib, Agg, no pyplot state): a Gantt chart per device and power over time.
+
+Byte-for-byte deterministic for the same plan: fixed sizes and dpi, no timestamps or software tags in the file.
+"""
+
+from __future__ import annotations
+
+import io
+from datetime import timedelta
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from optsched.night.schema import NightPlan
+
+DPI = 100
+WIDTH_IN = 14.0
+PNG_METADATA = {"Software": None}  # matplotlib otherwise writes its version into the file
+MAX_LEGEND_JOBS = 24
+
+
+def gantt_png(plan: NightPlan) -> bytes:
+    """One row per device, bars coloured by job, deadline markers (red when missed), the night's end dashed."""
+    rows = [(u.device, i) for u in plan.summary.device_utilisation for i in range(u.count)]
+    row_of = {r: k for k, r in enumerate(rows)}
+    fig = Figure(figsize=(WIDTH_IN, max(4.0, 1.6 + 0.24 * len(rows))), dpi=DPI)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    colours = _job_colours(plan)
+    for job in plan.jobs:
+        runs: dict[int, list[list[float]]] = {}  # row -> [from, to] stretches the job holds the device
+        for seg in job.segments:
+            for alloc in seg.allocations:
+                shade = _cap_shade(plan, alloc.device, alloc.cap_w)
+                for i in alloc.devices:
+                    row = row_of[(alloc.device, i)]
+                    ax.barh(
+                        row,
+                        seg.to_hours - seg.from_hours,
+                        left=seg.from_hours,
+                        height=0.8,
+                        linewidth=0,
+                        color=colours[job.job],
+                        alpha=shade,
+                        hatch="//" if seg.restart else None,
+                    )
+                    stretch = runs.setdefault(row, [])
+                    if stretch and abs(stretch[-1][1] - seg.from_hours) < 1e-9:
+                        stretch[-1][1] = seg.to_hours
+                    else:
+                        stretch.append([seg.from_hours, seg.to_hours])
+        for row, stretches in runs.items():
+            for a, b in stretches:
+                ax.barh(row, b - a, left=a, height=0.8, fill=False, edgecolor="black", linewidth=0.6)
+        _deadline_marker(ax, job, row_of, colours[job.job])
+    _label_wide_bars(ax, plan, row_of)
+    ax.axvline(plan.hours, color="black", linestyle="--", linewidth=1.0)
+    ax.set_yticks(range(len(rows)), [f"{d}[{i}]" for d, i in rows], fontsize=7)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    _time_axis(ax, plan)
+    ax.set_ylabel("device")
+    status = (
+        "every hard deadline met" if plan.ok else f"hard deadlines missed: {len(plan.summary.hard_deadlines_missed)}"
+    )
+    ax.set_title(
+        f"{plan.queue} - {plan.policy}: {len(plan.jobs)} jobs, makespan {plan.summary.makespan_hours:.2f} h, {status}"
+    )
+    handles = [Patch(color=colours[j.job], label=j.job) for j in plan.jobs if j.segments][:MAX_LEGEND_JOBS]
+    handles += [
+        Patch(facecolor="white", edgecolor="black", label="deadline met (|), missed (red x)"),
+        Patch(facecolor="grey", alpha=0.45, edgecolor="black", label="paler = lower power cap"),
+        Patch(facecolor="white", edgecolor="black", hatch="//", label="restart after preemption"),
+    ]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, title="jobs", title_fontsize=8)
+    ax.grid(axis="x", linewidth=0.3)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def power_png(plan: NightPlan) -> bytes:
+    """Fleet and per-domain draw over the night (W) against the global budget in force and the domain budgets."""
+    fig = Figure(figsize=(WIDTH_IN, 5.5), dpi=DPI)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    end = max(plan.hours, plan.summary.makespan_hours)
+    times = [e.at_hours for e in plan.events] + [end]
+    fleet = [e.power_w for e in plan.events]
+    if not plan.events:
+        times, fleet = [0.0, end], [0.0]
+    ax.stairs(fleet, times, baseline=None, color="tab:blue", linewidth=2.0, label="fleet draw")
+    cuts = sorted({0.0, end} | {x for w in plan.power.windows for x in (w.from_hours, w.to_hours) if x < end})
+    budgets = [plan.power.budget_at(a) for a in cuts[:-1]]
+    if any(b is not None for b in budgets):
+        ax.stairs(
+            [float("nan") if b is None else b for b in budgets],
+            cuts,
+            baseline=None,
+            color="tab:red",
+            linestyle="--",
+            linewidth=1.5,
+            zorder=3,
+            label="global budget in force",
+        )
+    domains = sorted(plan.events[0].power_by_domain) if plan.events else []
+    palette = ["tab:green", "tab:purple", "tab:orange", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray"]
+    for k, domain in enumerate(domains):
+        colour = palette[k % len(palette)]
+        ax.stairs(
+            [e.power_by_domain.get(domain, 0.0) for e in plan.events],
+            times,
+            baseline=None,
+            color=colour,
+            linewidth=1.0,
+            label=f"domain {domain} draw",
+        )
+        limit = plan.power.domains.get(domain)
+        if limit is not None:
+            ax.axhline(limit, color=colour, linestyle=":", linewidth=1.0, label=f"domain {domain} budget")
+    for k, w in enumerate(sorted(plan.power.windows, key=lambda w: w.from_hours)):
+        if w.from_hours < end:
+            ax.axvspan(
+                w.from_hours, min(w.to_hours, end), color="gold", alpha=0.2, label="power window" if k == 0 else None
+            )
+            ax.text(
+                (w.from_hours + min(w.to_hours, end)) / 2,
+                0,
+                f"window\n{w.budget_w:,.0f} W",
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
+    ax.axvline(plan.hours, color="black", linestyle="--", linewidth=1.0, label="end of night")
+    _time_axis(ax, plan)
+    ax.set_ylabel("power (W)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(
+        f"{plan.queue} - {plan.policy}: power over the night; energy {plan.summary.energy_kwh:.1f} kWh, "
+        f"peak {plan.summary.peak_power_w:,.0f} W"
+    )
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    ax.grid(linewidth=0.3)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _cap_shade(plan: NightPlan, device: str, cap_w: float) -> float:
+    """Opacity from 0.45 (the group's lowest cap used in the plan) to 1 (its highest)."""
+    caps = [a.cap_w for j in plan.jobs for s in j.segments for a in s.allocations if a.device == device]
+    low, high = min(caps), max(caps)
+    return 1.0 if high == low else 0.45 + 0.55 * (cap_w - low) / (high - low)
+
+
+def _png(fig: Figure) -> bytes:
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=DPI, metadata=PNG_METADATA)
+    return out.getvalue()
+
+
+def _job_colours(plan: NightPlan) -> dict[str, tuple]:
+    from matplotlib import colormaps
+
+    maps = [colormaps["tab20"], colormaps["tab20b"], colormaps["tab20c"]]
+    return {j.job: maps[(k // 20) % 3](k % 20) for k, j in enumerate(plan.jobs)}
+
+
+def _deadline_marker(ax, job, row_of, colour) -> None:
+    if job.deadline_hours is None or not job.segments:
+        return
+    last = job.segments[-1]
+    rows = [row_of[(a.device, i)] for a in last.allocations for i in a.devices]
+    missed = job.deadline_met is False
+    ax.plot(
+        [job.deadline_hours] * len(rows),
+        rows,
+        linestyle="none",
+        marker="x" if missed else "|",
+        markersize=9 if missed else 14,
+        markeredgewidth=2.5,
+        color="red" if missed else "black",
+        zorder=5,
+    )
+
+
+def _label_wide_bars(ax, plan: NightPlan, row_of) -> None:
+    """Job ids inside bars long enough to hold them (on the first device of each segment)."""
+    span = max(plan.hours, plan.summary.makespan_hours)
+    for job in plan.jobs:
+        for seg in job.segments:
+            if seg.to_hours - seg.from_hours < span * 0.004 * max(len(job.job), 4) or not seg.allocations:
+                continue
+            first = seg.allocations[0]
+            ax.text(
+                (seg.from_hours + seg.to_hours) / 2,
+                row_of[(first.device, first.devices[0])],
+                job.job,
+                ha="center",
+                va="center",
+                fontsize=6,
+                clip_on=True,
+            )
+
+
+def _time_axis(ax, plan: NightPlan) -> None:
+    end = max(plan.hours, plan.summary.makespan_hours)
+    ax.set_xlim(0, end)
+    step = 1 if end <= 16 else 2 if end <= 32 else 6
+    ticks = list(range(0, int(end) + 1, step))
+    ax.set_xticks(ticks, [f"{(plan.start + timedelta(hours=h)).strftime('%H:%M')}\n+{h} h" for h in ticks], fontsize=8)
+    ax.set_xlabel(f"time (hours after {plan.start.isoformat(timespec='minutes')})")

@@ -1,0 +1,445 @@
+"""The event loop the night planner and the baselines share.
+
+At time 0 and at every event (a job finishes or is released, a power window starts or ends) a policy
+decides which jobs hold which devices at which caps from then on; the engine checks the decision, gives
+each job concrete device indices, advances time to the next event at the speeds the caps give
+(remaining work / speedup), cuts segments and records the power drawn and the budget in force.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from optsched.night.fleet import TIME_TOL, Fleet, Uses
+from optsched.night.reasons import JobRecord, miss_reason, never_ran_reason
+from optsched.night.schema import (
+    JobTimeline,
+    NightEvent,
+    NightPlan,
+    Segment,
+    SegmentAllocation,
+)
+from optsched.night.summary import summarize
+from optsched.workload import Workload
+
+# A job counts as meeting its deadline when finish <= deadline * (1 + DEADLINE_RTOL) (as in the core planner).
+DEADLINE_RTOL = 1e-6
+
+
+@dataclass(frozen=True)
+class Running:
+    job: int
+    uses: Uses
+    remaining: float  # reference work-hours left
+    restart_left: float  # hours of restart to serve before progress resumes
+
+
+@dataclass(frozen=True)
+class View:
+    """What a policy sees at an event."""
+
+    t: float
+    fleet: Fleet
+    running: tuple[Running, ...]
+    ready: tuple[int, ...]  # waiting jobs, released, every predecessor finished (queue order)
+    remaining: dict[int, float]  # work left (reference hours) of each ready job
+    needs_restart: frozenset[int]  # ready jobs preempted earlier: they restart before progressing
+    free: tuple[int, ...]  # devices per group no running job holds
+    next_event: float  # the earliest event after t with the current allocations (inf when none)
+    preempt: bool
+    restart_hours: float
+
+    def finish_at(self, r: Running) -> float:
+        """When running job r ends if its allocation stays as it is."""
+        s = self.fleet.speedup(r.job, r.uses)
+        return self.t + r.restart_left + (r.remaining / s if s > 0 else math.inf)
+
+
+@dataclass(frozen=True)
+class Decision:
+    uses: dict[int, Uses]  # every job that holds devices from now on (running ones kept, new ones started)
+    solve: str | None = None  # how it was decided, for the event log
+    time_limited: bool = False  # a solve stopped at its time limit
+
+
+class Policy(Protocol):
+    name: str
+
+    def decide(self, view: View) -> Decision: ...
+
+
+@dataclass(frozen=True)
+class Progress:
+    t_hours: float
+    jobs_finished: int
+    jobs_total: int
+    events: int
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+@dataclass(frozen=True)
+class _Piece:
+    start: float
+    end: float
+    restart: bool
+    held: tuple[tuple[int, int, tuple[int, ...]], ...]  # (group, level, device indices)
+    speedup: float
+    work: float
+
+
+@dataclass
+class _Job:
+    remaining: float
+    state: str = "waiting"  # waiting | running | done
+    uses: Uses = ()
+    held: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
+    restart_left: float = 0.0
+    needs_restart: bool = False
+    start: float | None = None
+    finish: float | None = None
+    pieces: list[_Piece] = field(default_factory=list)
+
+
+class InternalError(RuntimeError):
+    """A policy broke the engine's rules: a bug, never a property of the input."""
+
+
+def simulate(
+    queue: Workload,
+    policy: Policy,
+    *,
+    start: datetime,
+    hours: float,
+    preempt: bool = False,
+    restart_hours: float = 0.0,
+    progress: ProgressCallback | None = None,
+    warnings: tuple[str, ...] = (),
+) -> NightPlan:
+    """Run the event loop for the whole queue (past the night's end if needed) and assemble the NightPlan."""
+    run = _Run(Fleet(queue), policy, preempt, restart_hours)
+    run.loop(progress)
+    return run.night_plan(start, hours, warnings)
+
+
+class _Run:
+    def __init__(self, fleet: Fleet, policy: Policy, preempt: bool, restart_hours: float):
+        self.fleet = fleet
+        self.policy = policy
+        self.preempt = preempt
+        self.restart_hours = restart_hours if preempt else 0.0
+        self.jobs = [_Job(remaining=j.work_hours) for j in fleet.jobs]
+        self.holders: list[list[int | None]] = [[None] * g.count for g in fleet.queue.devices]
+        self.events: list[NightEvent] = []
+        self.time_limited = 0
+        self.t = 0.0
+
+    # The loop -------------------------------------------------------------------------------
+
+    def loop(self, progress: ProgressCallback | None) -> None:
+        n_jobs, n_bounds = len(self.jobs), len(self.fleet.boundaries)
+        finished: list[int] = []
+        # Each event is the start, a release time, a finish or a window boundary: fewer than this.
+        for _ in range(3 * n_jobs + n_bounds + 2):
+            ready = self._ready()
+            decision = self.policy.decide(self._view(ready)) if ready or self._running() else Decision({})
+            self.time_limited += decision.time_limited
+            started, recapped, preempted = self._apply(decision, ready)
+            self._record(finished, started, recapped, preempted, decision.solve)
+            if progress is not None:
+                done = sum(j.state == "done" for j in self.jobs)
+                progress(Progress(self.t, done, n_jobs, len(self.events)))
+            nxt = self._next_event()
+            if math.isinf(nxt):
+                return
+            finished = self._advance(nxt)
+        raise InternalError("the event loop did not end within its event bound")
+
+    def _running(self) -> list[int]:
+        return [i for i, j in enumerate(self.jobs) if j.state == "running"]
+
+    def _ready(self) -> list[int]:
+        preds = self.fleet.predecessors
+        return [
+            i
+            for i, j in enumerate(self.jobs)
+            if j.state == "waiting"
+            and self.fleet.jobs[i].release_hours <= self.t + TIME_TOL
+            and all(self.jobs[p].state == "done" for p in preds[i])
+        ]
+
+    def _free(self) -> tuple[int, ...]:
+        return tuple(sum(h is None for h in holders) for holders in self.holders)
+
+    def _view(self, ready: list[int]) -> View:
+        running = tuple(
+            Running(i, self.jobs[i].uses, self.jobs[i].remaining, self.jobs[i].restart_left) for i in self._running()
+        )
+        return View(
+            t=self.t,
+            fleet=self.fleet,
+            running=running,
+            ready=tuple(ready),
+            remaining={i: self.jobs[i].remaining for i in ready},
+            needs_restart=frozenset(i for i in ready if self.jobs[i].needs_restart),
+            free=self._free(),
+            next_event=self._next_event(),
+            preempt=self.preempt,
+            restart_hours=self.restart_hours,
+        )
+
+    def _finish_at(self, i: int) -> float:
+        job = self.jobs[i]
+        s = self.fleet.speedup(i, job.uses)
+        return self.t + job.restart_left + (job.remaining / s if s > 0 else math.inf)
+
+    def _next_event(self) -> float:
+        candidates = [self._finish_at(i) for i in self._running()]
+        waiting = [i for i, j in enumerate(self.jobs) if j.state == "waiting"]
+        candidates += [
+            self.fleet.jobs[i].release_hours for i in waiting if self.fleet.jobs[i].release_hours > self.t + TIME_TOL
+        ]
+        if waiting or candidates:
+            candidates += [b for b in self.fleet.boundaries if b > self.t + TIME_TOL]
+        return min(candidates, default=math.inf)
+
+    # Applying a decision --------------------------------------------------------------------
+
+    def _apply(self, decision: Decision, ready: list[int]) -> tuple[list[int], list[int], list[int]]:
+        """Check the decision, move devices and return (started, recapped, preempted) job indices."""
+        uses = {i: tuple(sorted(u for u in us if u.count > 0)) for i, us in decision.uses.items()}
+        uses = {i: us for i, us in uses.items() if us}
+        running = self._running()
+        for i in uses:
+            if i not in running and i not in ready:
+                raise InternalError(
+                    f"policy {self.policy.name!r} started job {self.fleet.jobs[i].id!r}, which is not ready"
+                )
+        moved = [i for i in running if i not in uses or _group_counts(uses[i]) != _group_counts(self.jobs[i].uses)]
+        if moved and not self.preempt:
+            names = [self.fleet.jobs[i].id for i in moved]
+            raise InternalError(f"policy {self.policy.name!r} moved running jobs {names} without preemption")
+        for i in moved:
+            self._release(i)
+        preempted = [i for i in moved if i not in uses]
+        for i in preempted:
+            job = self.jobs[i]
+            job.state, job.uses, job.held, job.restart_left, job.needs_restart = "waiting", (), (), 0.0, True
+        recapped = [i for i in running if i in uses and i not in moved and uses[i] != self.jobs[i].uses]
+        for i in recapped:
+            self.jobs[i].uses = uses[i]
+            self.jobs[i].held = _relevel(self.jobs[i].held, uses[i])
+        started = [i for i in sorted(uses) if i not in running or i in moved]
+        for i in started:
+            self._take(i, uses[i])
+        return [i for i in started if i not in moved], recapped, [i for i in moved]
+
+    def _release(self, i: int) -> None:
+        for g, _, indices in self.jobs[i].held:
+            for k in indices:
+                self.holders[g][k] = None
+
+    def _take(self, i: int, uses: Uses) -> None:
+        held = []
+        for u in uses:
+            free = [k for k, h in enumerate(self.holders[u.group]) if h is None][: u.count]
+            if len(free) < u.count:
+                group = self.fleet.queue.devices[u.group].id
+                raise InternalError(
+                    f"policy {self.policy.name!r} gave job {self.fleet.jobs[i].id!r} busy devices of {group!r}"
+                )
+            for k in free:
+                self.holders[u.group][k] = i
+            held.append((u.group, u.level, tuple(free)))
+        job = self.jobs[i]
+        was_running = job.state == "running"
+        job.state, job.uses, job.held = "running", uses, tuple(held)
+        job.restart_left = self.restart_hours if (job.needs_restart or was_running) else 0.0
+        job.needs_restart = False
+        if job.start is None:
+            job.start = self.t
+
+    # Time -----------------------------------------------------------------------------------
+
+    def _advance(self, t2: float) -> list[int]:
+        """Run every job from self.t to t2; return the jobs that finish at t2."""
+        finished = []
+        for i in self._running():
+            job = self.jobs[i]
+            ends = self._finish_at(i) <= t2 + TIME_TOL
+            s = self.fleet.speedup(i, job.uses)
+            t = self.t
+            if job.restart_left > 0:
+                upto = min(t2, t + job.restart_left)
+                job.pieces.append(_Piece(t, upto, True, job.held, 0.0, 0.0))
+                left = 0.0 if upto < t2 else job.restart_left - (t2 - t)
+                job.restart_left = left if left > TIME_TOL else 0.0
+                t = upto
+            if t < t2:
+                work = job.remaining if ends else min(job.remaining, s * (t2 - t))
+                job.pieces.append(_Piece(t, t2, False, job.held, s, work))
+                job.remaining -= work
+            if ends:
+                job.state, job.remaining, job.finish = "done", 0.0, t2
+                self._release(i)
+                job.uses, job.held = (), ()
+                finished.append(i)
+        self.t = t2
+        return finished
+
+    # Records --------------------------------------------------------------------------------
+
+    def _record(self, finished, started, recapped, preempted, solve: str | None) -> None:
+        ids = [j.id for j in self.fleet.jobs]
+        power, by_domain = self.fleet.power([self.jobs[i].uses for i in self._running()])
+        released = [i for i, j in enumerate(self.fleet.jobs) if abs(j.release_hours - self.t) <= TIME_TOL]
+        self.events.append(
+            NightEvent(
+                at_hours=self.t,
+                at="",  # filled in night_plan, where the start time is known
+                released=tuple(ids[i] for i in released),
+                finished=tuple(ids[i] for i in finished),
+                started=tuple(ids[i] for i in started),
+                recapped=tuple(ids[i] for i in recapped),
+                preempted=tuple(ids[i] for i in preempted),
+                window=self.fleet.window_change(self.t),
+                power_w=power,
+                power_by_domain=by_domain,
+                budget_w=self.fleet.budget_at(self.t),
+                budget_by_domain=dict(sorted(self.fleet.queue.power.domains.items())),
+                solve=solve,
+            )
+        )
+
+    def night_plan(self, start: datetime, hours: float, warnings: tuple[str, ...]) -> NightPlan:
+        def iso(h: float) -> str:
+            return (start + timedelta(hours=h)).isoformat(timespec="seconds")
+
+        records = [self._job_record(i) for i in range(len(self.jobs))]
+        timelines = []
+        for i, job in enumerate(self.fleet.jobs):
+            rec = records[i]
+            met = None
+            if job.deadline_hours is not None:
+                met = rec.finish is not None and rec.finish <= job.deadline_hours * (1 + DEADLINE_RTOL)
+            reason = None
+            if rec.finish is None:
+                reason = never_ran_reason(self.fleet, i, records)
+            elif met is False:
+                reason = miss_reason(self.fleet, i, records)
+            timelines.append(
+                JobTimeline(
+                    job=job.id,
+                    priority=job.priority.value,
+                    weight=job.weight,
+                    work_hours=job.work_hours,
+                    release_hours=job.release_hours,
+                    after=job.after,
+                    deadline_hours=job.deadline_hours,
+                    deadline=None if job.deadline_hours is None else iso(job.deadline_hours),
+                    start_hours=rec.start,
+                    finish_hours=rec.finish,
+                    start=None if rec.start is None else iso(rec.start),
+                    finish=None if rec.finish is None else iso(rec.finish),
+                    wait_hours=None if rec.start is None else rec.start - job.release_hours,
+                    deadline_met=met,
+                    reason=reason,
+                    segments=tuple(self._segments(i, iso)),
+                )
+            )
+        events = tuple(e.model_copy(update={"at": iso(e.at_hours)}) for e in self.events)
+        summary = summarize(self.fleet.queue, self.policy.name, tuple(timelines), events, hours, self.time_limited)
+        return NightPlan(
+            queue=self.fleet.queue.name,
+            policy=self.policy.name,
+            start=start,
+            hours=hours,
+            preempt=self.preempt,
+            restart_hours=self.restart_hours,
+            power=self.fleet.queue.power,
+            status=summary.status,
+            jobs=tuple(timelines),
+            events=events,
+            summary=summary,
+            warnings=warnings,
+        )
+
+    def _job_record(self, i: int) -> JobRecord:
+        job = self.jobs[i]
+        return JobRecord(
+            start=job.start,
+            finish=job.finish,
+            pieces=tuple((p.start, p.end, p.restart, p.held) for p in _merged(job.pieces)),
+        )
+
+    def _segments(self, i: int, iso) -> list[Segment]:
+        groups = self.fleet.queue.devices
+        out = []
+        for p in _merged(self.jobs[i].pieces):
+            out.append(
+                Segment(
+                    from_hours=p.start,
+                    to_hours=p.end,
+                    from_=iso(p.start),
+                    to=iso(p.end),
+                    restart=p.restart,
+                    speedup=p.speedup,
+                    work_hours=p.work,
+                    allocations=tuple(
+                        SegmentAllocation(
+                            device=groups[g].id,
+                            devices=indices,
+                            cap_w=groups[g].power_levels[lv].cap_w,
+                            speed=self.fleet.speed(i, g, lv),
+                        )
+                        for g, lv, indices in p.held
+                    ),
+                )
+            )
+        return out
+
+
+def _group_counts(uses: Uses) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for u in uses:
+        counts[u.group] = counts.get(u.group, 0) + u.count
+    return counts
+
+
+def _relevel(held, uses: Uses):
+    """The same device indices per group, split over the new levels in level order."""
+    by_group: dict[int, list[int]] = {}
+    for g, _, indices in held:
+        by_group.setdefault(g, []).extend(indices)
+    out = []
+    for g in sorted(by_group):
+        indices = sorted(by_group[g])
+        k = 0
+        for u in (u for u in uses if u.group == g):
+            out.append((g, u.level, tuple(indices[k : k + u.count])))
+            k += u.count
+    return tuple(out)
+
+
+def _merged(pieces: list[_Piece]) -> list[_Piece]:
+    """Adjacent pieces with the same devices, caps and restart flag are one segment."""
+    out: list[_Piece] = []
+    for p in pieces:
+        if p.end - p.start <= 0:
+            continue
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and last.restart == p.restart
+            and last.held == p.held
+            and abs(last.end - p.start) <= TIME_TOL
+        ):
+            out[-1] = _Piece(last.start, p.end, p.restart, p.held, p.speedup, last.work + p.work)
+        else:
+            out.append(p)
+    return out

@@ -1,0 +1,596 @@
+"""`plan_night`: event-driven re-planning with the core MILP.
+
+At each event the core planner (`optsched.plan`) solves one derived workload built from the queue:
+
+* each running job gets its own copy of the devices it holds (a group of a model name only it may use,
+  min_devices = max_devices = the devices it holds, admission forced): it keeps its devices, and only
+  their caps are free, so a lower budget is met by re-capping;
+* ready jobs compete for the free devices; a *due* critical/high job (one that would miss its deadline
+  if it waited for the next event, even on all its eligible devices at full power) keeps its priority
+  and so must start now; other jobs enter as `normal` with the same objective weight, so the core's
+  "hard jobs must be admitted" rule binds only the due ones;
+* the budget in force now is the global budget; `extra_functionality` adds ``night_lookahead`` rows: for
+  each later power window, the jobs that may still be running then fit its budget at their lowest caps,
+  so that re-capping can always meet every budget in force.
+
+When a due job cannot start, the night goes on: it runs as early as it can and the timeline reports the
+miss and its cause.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from optsched.errors import FieldError, InvalidWorkload
+from optsched.night.engine import Decision, ProgressCallback, Running, View, simulate
+from optsched.night.fleet import TIME_TOL, Fleet, Use, Uses
+from optsched.night.schema import NightPlan
+from optsched.plan import FEASIBLE_STATUSES, Plan, Status
+from optsched.workload import (
+    PRIORITY_WEIGHT,
+    Job,
+    Options,
+    Power,
+    Priority,
+    Workload,
+    workload_warnings,
+)
+
+# Deadlines handed to the core get this relative slack, well inside the 1e-6 the timeline accepts as met.
+DEADLINE_SLACK = 1e-7
+# Watts: rounding slack when checking the lookahead rows on a returned allocation.
+POWER_TOL = 1e-6
+# Per-event solves: decisions an event apart need no tighter gap, and a gap-proven solve is reproducible.
+NIGHT_TIME_LIMIT_S = 10.0
+NIGHT_MIP_GAP = 1e-2
+# A job that is not due starts only on devices giving it at least 1/SLOWDOWN_CAP of its best speed.
+SLOWDOWN_CAP = 2.0
+# With preempt, at most this many running jobs are tried as victims (one more per solve) for due jobs.
+MAX_VICTIMS = 8
+RANK = {Priority.critical: 0, Priority.high: 1, Priority.normal: 2, Priority.low: 3}
+HARD = (Priority.critical, Priority.high)
+NIGHT_ONLY_WARNING = "release_hours/after/power.windows are used by plan_night only"
+
+
+def plan_night(
+    queue: Workload | Mapping[str, Any] | str | Path,
+    *,
+    start: datetime | str,
+    hours: float,
+    preempt: bool = False,
+    restart_hours: float = 0.1,
+    time_limit_s: float | None = None,
+    mip_gap: float | None = None,
+    progress: ProgressCallback | None = None,
+) -> NightPlan:
+    """Plan the night's queue as a timeline (deterministic). Raises InvalidWorkload; never fails for one job.
+
+    `queue` is a Workload, a dict, a JSON path or JSON text; `start` a datetime or ISO 8601 text; `hours` the
+    night's length. `time_limit_s` and `mip_gap` apply to each event's solve; by default the queue's options
+    when it sets them, else NIGHT_TIME_LIMIT_S and NIGHT_MIP_GAP. A solve that stops at its time limit makes
+    the result depend on the machine's speed; summary.decisions_at_time_limit counts them.
+    """
+    workload, begin = validate_night(
+        queue, start=start, hours=hours, restart_hours=restart_hours, time_limit_s=time_limit_s, mip_gap=mip_gap
+    )
+    given = workload.options.model_fields_set if "options" in workload.model_fields_set else set()
+    if time_limit_s is None:
+        time_limit_s = workload.options.time_limit_s if "time_limit_s" in given else NIGHT_TIME_LIMIT_S
+    if mip_gap is None:
+        mip_gap = workload.options.mip_gap if "mip_gap" in given else NIGHT_MIP_GAP
+    policy = MilpPolicy(time_limit_s=time_limit_s, mip_gap=mip_gap)
+    return simulate(
+        workload,
+        policy,
+        start=begin,
+        hours=hours,
+        preempt=preempt,
+        restart_hours=restart_hours,
+        progress=progress,
+        warnings=night_warnings(workload),
+    )
+
+
+def validate_night(
+    queue: Workload | Mapping[str, Any] | str | Path,
+    *,
+    start: datetime | str,
+    hours: float,
+    restart_hours: float = 0.0,
+    time_limit_s: float | None = None,
+    mip_gap: float | None = None,
+) -> tuple[Workload, datetime]:
+    """The queue and start time, or InvalidWorkload listing every problem with the arguments and the budgets."""
+    workload = Workload.load(queue)
+    problems: list[FieldError] = []
+    begin = start
+    if isinstance(start, str):
+        try:
+            begin = datetime.fromisoformat(start)
+        except ValueError:
+            problems.append(FieldError("start", f"{start!r} is not an ISO 8601 date-time such as 2026-12-01T22:00"))
+    elif not isinstance(start, datetime):
+        problems.append(FieldError("start", f"expected a datetime or ISO 8601 text, not {type(start).__name__}"))
+    if not _number(hours, low=0.0, open_low=True):
+        problems.append(FieldError("hours", f"the night must last a positive, finite number of hours, not {hours!r}"))
+    if not _number(restart_hours, low=0.0):
+        problems.append(
+            FieldError("restart_hours", f"must be a non-negative, finite number of hours, not {restart_hours!r}")
+        )
+    if time_limit_s is not None and not _number(time_limit_s, low=0.0, high=86_400.0, open_low=True):
+        problems.append(FieldError("time_limit_s", f"must be seconds in (0, 86400], not {time_limit_s!r}"))
+    if mip_gap is not None and not _number(mip_gap, low=0.0, high=1.0):
+        problems.append(FieldError("mip_gap", f"must be a relative gap in [0, 1], not {mip_gap!r}"))
+    problems.extend(_budget_problems(workload))
+    if problems:
+        raise InvalidWorkload(problems)
+    return workload, begin
+
+
+def _number(x: Any, *, low: float, high: float = math.inf, open_low: bool = False) -> bool:
+    """A finite int or float (not a bool) in [low, high], or (low, high] when open_low."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return False
+    return (x > low if open_low else x >= low) and x <= high
+
+
+def night_warnings(workload: Workload) -> tuple[str, ...]:
+    warnings = [w for w in workload_warnings(workload) if not w.startswith(NIGHT_ONLY_WARNING)]
+    if workload.objective != "weighted_speedup":
+        warnings.append(
+            f"plan_night maximises weighted speedup at each event; objective {workload.objective!r} is not used"
+        )
+    return tuple(warnings)
+
+
+def _budget_problems(w: Workload) -> list[FieldError]:
+    """Every budget that can be in force must at least cover the idle draw, or no timeline can hold it."""
+    fleet = Fleet(w)
+    problems = []
+    scoped = [("power.budget_w", w.power.budget_w)]
+    scoped += [(f"power.windows[{i}].budget_w", x.budget_w) for i, x in enumerate(w.power.windows)]
+    for path, budget in scoped:
+        if budget is not None and budget < fleet.idle_w:
+            problems.append(
+                FieldError(path, f"{budget:,.0f} W is below the idle draw of the fleet ({fleet.idle_w:,.0f} W)")
+            )
+    for name, budget in sorted(w.power.domains.items()):
+        idle = fleet.idle_of_domain(name)
+        if budget < idle:
+            problems.append(
+                FieldError(
+                    f"power.domains.{name}", f"{budget:,.0f} W is below the idle draw of the domain ({idle:,.0f} W)"
+                )
+            )
+    return problems
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One job of an event's derived workload."""
+
+    job: int
+    remaining: float  # reference work-hours
+    restart: float  # hours of restart before progress
+    deadline: float | None  # hours from now the core must meet, or None
+    fixed: Uses | None  # a running job's allocation: it keeps these devices
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    status: Status
+    uses: dict[int, Uses]
+
+    @property
+    def feasible(self) -> bool:
+        return self.status in FEASIBLE_STATUSES
+
+
+class MilpPolicy:
+    """At each event: one core MILP over running + ready jobs; fallbacks keep the night going."""
+
+    name = "planner"
+
+    def __init__(self, *, time_limit_s: float, mip_gap: float, threads: int = 1, slowdown_cap: float = SLOWDOWN_CAP):
+        self.slowdown_cap = slowdown_cap
+        self.time_limit_s = time_limit_s
+        self.mip_gap = mip_gap
+        self.threads = threads  # one thread: HiGHS is then deterministic
+
+    def decide(self, view: View) -> Decision:
+        fleet = view.fleet
+        running = [self._running_entry(view, r) for r in view.running]
+        waiting, due = self._waiting_entries(view)
+        if not running and not waiting:
+            return Decision({})
+        hard = [e.job for e in waiting if fleet.jobs[e.job].priority in HARD]
+        # Due hard jobs must start now; hard jobs that can meet their deadline on the free devices start now too.
+        urgent = sorted(
+            (j for j in due if fleet.jobs[j].priority in HARD and fleet.best_speedup(j, view.free) > 0),
+            key=lambda j: (RANK[fleet.jobs[j].priority], fleet.jobs[j].deadline_hours, j),
+        )
+        eager = sorted(
+            (
+                e.job
+                for e in waiting
+                if e.job in hard
+                and e.job not in due
+                and e.deadline is not None
+                and fleet.jobs[e.job].deadline_hours is not None
+            ),
+            key=lambda j: (fleet.jobs[j].deadline_hours, RANK[fleet.jobs[j].priority], j),
+        )
+        forced = urgent + eager
+        solves: list[_Outcome] = []
+
+        def solve(entries: list[_Entry], must: list[int]) -> _Outcome:
+            solves.append(self._solve(view, entries, must))
+            return solves[-1]
+
+        notes = []
+        best = solve(running + waiting, forced)
+        if not best.feasible:
+            best, running, waiting, kept = self._admit_greedily(running, waiting, forced, set(urgent), solve)
+            notes.append(f"{len(kept)} of {len(forced)} hard jobs forced")
+        else:
+            kept = forced
+        if view.preempt and best.feasible:
+            unplaced = [j for j in due if fleet.jobs[j].priority in HARD and j not in best.uses]
+            if unplaced:
+                preempting = self._preempt(view, running, waiting, kept, unplaced, solve)
+                if preempting is not None:
+                    best = preempting
+                    notes.append("preempted for due jobs")
+        if best.feasible and not best.uses and math.isinf(view.next_event):
+            # Nothing runs and nothing will happen any more: the jobs whose deadlines cannot hold start late.
+            relaxed = solve(running + [replace(e, deadline=None) for e in waiting], [])
+            if relaxed.feasible and relaxed.uses:
+                best = relaxed
+                notes.append("deadlines lifted: nothing else left to wait for")
+        if not best.feasible:
+            return Decision(self._fallback(view), solve=f"fallback after {len(solves)} solve(s)", time_limited=True)
+        return Decision(
+            best.uses,
+            solve="; ".join([best.status.value, *notes]),
+            time_limited=any(o.status == Status.time_limit for o in solves),
+        )
+
+    # Classification -------------------------------------------------------------------------
+
+    def _running_entry(self, view: View, r: Running) -> _Entry:
+        """A running job keeps its deadline if its devices at full power can still meet it."""
+        fleet = view.fleet
+        job = fleet.jobs[r.job]
+        deadline = None
+        if job.deadline_hours is not None:
+            top = tuple(Use(u.group, fleet.fastest_level(r.job, u.group), u.count) for u in r.uses)
+            s = fleet.speedup(r.job, top)
+            left = job.deadline_hours - view.t - r.restart_left
+            if s > 0 and left > 0 and r.remaining / s <= left * (1 + DEADLINE_SLACK):
+                deadline = left * (1 + DEADLINE_SLACK)
+        return _Entry(r.job, r.remaining, r.restart_left, deadline, r.uses)
+
+    def _waiting_entries(self, view: View) -> tuple[list[_Entry], list[int]]:
+        """Ready jobs that may start now, and the due ones among them."""
+        entries, due = [], []
+        for j in view.ready:
+            restart = view.restart_hours if j in view.needs_restart else 0.0
+            entry, is_due = self._waiting_entry(view, j, view.remaining[j], restart, view.free)
+            if entry is not None:
+                entries.append(entry)
+            if is_due:
+                due.append(j)
+        return entries, due
+
+    def _waiting_entry(self, view: View, j: int, remaining: float, restart: float, free) -> tuple[_Entry | None, bool]:
+        """(entry or None if it should wait, due?): a due job that cannot meet its deadline enters without one."""
+        fleet = view.fleet
+        job = fleet.jobs[j]
+        best = fleet.best_speedup(j)
+        # Not due, a job must run at least 1/SLOWDOWN_CAP of its best speed, so it never starts on a few slow
+        # devices it would then hold for hours; with nothing left to wait for, it takes what there is.
+        patient = self.slowdown_cap * remaining / best if best > 0 and not math.isinf(view.next_event) else None
+        if job.priority in HARD and job.deadline_hours is not None:
+            patient = None  # its deadline decides how fast it must run
+        on_free = fleet.best_speedup(j, free)
+        if job.deadline_hours is None:
+            return _Entry(j, remaining, restart, patient, None), False
+        left = job.deadline_hours - view.t - restart
+        if best <= 0 or left <= 0 or remaining / best > left * (1 + DEADLINE_SLACK):
+            return _Entry(j, remaining, restart, None, None), True  # already late: run as soon as it can
+        waited = view.next_event - view.t
+        due = math.isinf(waited) or remaining / best > (left - waited) * (1 + DEADLINE_SLACK)
+        if on_free > 0 and remaining / on_free <= left * (1 + DEADLINE_SLACK):
+            limit = left * (1 + DEADLINE_SLACK)
+            return _Entry(j, remaining, restart, limit if due or patient is None else min(limit, patient), None), due
+        # It cannot meet its deadline on the devices free now: it waits for more, unless it is due (then it is late).
+        return (_Entry(j, remaining, restart, None, None) if due else None), due
+
+    # Solves ---------------------------------------------------------------------------------
+
+    def _admit_greedily(self, running, waiting, forced, urgent, solve):
+        """Admit the forced jobs that fit, most urgent first; drop running jobs' deadlines if they cannot all hold."""
+        best = solve(running + waiting, [])
+        if not best.feasible:
+            running = [replace(e, deadline=None) for e in running]
+            best = solve(running + waiting, [])
+        kept: list[int] = []
+        for j in forced:
+            trial = solve(running + waiting, kept + [j])
+            if not trial.feasible and j in urgent and any(e.job == j and e.deadline is not None for e in waiting):
+                # Its deadline cannot hold on what is free: start it now anyway; the timeline reports it late.
+                lifted = [replace(e, deadline=None) if e.job == j else e for e in waiting]
+                trial = solve(running + lifted, kept + [j])
+                if trial.feasible:
+                    waiting = lifted
+            if trial.feasible:
+                kept.append(j)
+                best = trial
+        return best, running, waiting, kept
+
+    def _preempt(self, view: View, running, waiting, kept, unplaced, solve) -> _Outcome | None:
+        """Free devices for due jobs by re-placing lower-priority running jobs, one more victim per try."""
+        fleet = view.fleet
+        top = min(RANK[fleet.jobs[j].priority] for j in unplaced)
+        by_job = {r.job: r for r in view.running}
+        candidates = sorted(
+            (e for e in running if RANK[fleet.jobs[e.job].priority] > top),
+            key=lambda e: (
+                -RANK[fleet.jobs[e.job].priority],
+                fleet.jobs[e.job].weight,
+                -e.remaining / fleet.jobs[e.job].work_hours,
+                e.job,
+            ),
+        )[:MAX_VICTIMS]
+        for k in range(1, len(candidates) + 1):
+            victims = {e.job for e in candidates[:k]}
+            free = list(view.free)
+            for v in victims:
+                for u in by_job[v].uses:
+                    free[u.group] += u.count
+            entries = [e for e in running if e.job not in victims]
+            for e in waiting:
+                if e.job in unplaced:
+                    entry, _ = self._waiting_entry(view, e.job, e.remaining, e.restart, tuple(free))
+                    e = replace(entry, deadline=entry.deadline) if entry is not None else replace(e, deadline=None)
+                entries.append(e)
+            for v in sorted(victims):
+                entry, _ = self._waiting_entry(view, v, by_job[v].remaining, view.restart_hours, tuple(free))
+                if entry is not None:
+                    entries.append(entry)
+            trial = solve(entries, kept + unplaced)
+            if trial.feasible and all(j in trial.uses for j in unplaced):
+                return trial
+        return None
+
+    def _solve(self, view: View, entries: list[_Entry], must: list[int]) -> _Outcome:
+        from optsched.planner import plan
+
+        derived = _Derived(view, sorted(entries, key=lambda e: e.job), set(must))
+        hook = derived.lookahead_hook
+        result = plan(
+            derived.workload(self.time_limit_s, self.mip_gap),
+            time_limit_s=self.time_limit_s,
+            mip_gap=self.mip_gap,
+            threads=self.threads,
+            extra_functionality=hook,
+        )
+        if result.status not in FEASIBLE_STATUSES:
+            return _Outcome(result.status, {})
+        uses = derived.uses(result)
+        if derived.lookahead_holds(uses):
+            return _Outcome(result.status, uses)
+        # The core's answer breaks a lookahead row (its primal heuristics do not see extra rows):
+        # solve the same model once more as a plain MILP, whose every solution satisfies them.
+        return derived.direct_solve(self.time_limit_s, self.mip_gap, self.threads)
+
+    def _fallback(self, view: View) -> dict[int, Uses]:
+        """No solve gave a plan (time limits): running jobs keep their devices, at their lowest caps if budgets demand."""
+        fleet = view.fleet
+        current = {r.job: r.uses for r in view.running}
+        total, by_domain = fleet.power(list(current.values()))
+        budget = fleet.budget_at(view.t)
+        over = (budget is not None and total > budget) or any(
+            by_domain.get(d, 0.0) > b for d, b in fleet.queue.power.domains.items()
+        )
+        if not over:
+            return current
+        return {
+            j: tuple(Use(u.group, fleet.lowest_cap_level(u.group), u.count) for u in uses)
+            for j, uses in current.items()
+        }
+
+
+class _Derived:
+    """The event's workload for the core planner and the way back to queue jobs and device groups."""
+
+    def __init__(self, view: View, entries: list[_Entry], must: set[int]):
+        self.view = view
+        self.fleet = view.fleet
+        self.entries = entries
+        self.must = must
+        groups = self.fleet.queue.devices
+        taken = {g.id for g in groups} | {g.model for g in groups}
+        held = [0] * len(groups)
+        self.origin: dict[str, int] = {}  # derived group id -> queue group index
+        self.own_models: dict[int, dict[str, str]] = {}  # running job -> {derived model: queue model}
+        dedicated = []
+        for e in entries:
+            if e.fixed is None:
+                continue
+            self.own_models[e.job] = {}
+            for g, count in sorted(_group_counts(e.fixed).items()):
+                held[g] += count
+                name = _unique(f"night-held-{g}-{e.job}", taken)
+                self.origin[name] = g
+                self.own_models[e.job][name] = groups[g].model
+                dedicated.append(groups[g].model_copy(update={"id": name, "model": name, "count": count}))
+        shared = []
+        for g, group in enumerate(groups):
+            if group.count > held[g]:
+                self.origin[group.id] = g
+                shared.append(group.model_copy(update={"count": group.count - held[g]}) if held[g] else group)
+        self.devices = tuple(shared + dedicated)
+
+    def workload(self, time_limit_s: float, mip_gap: float) -> Workload:
+        fleet = self.fleet
+        models = tuple(sorted({g.model for g in fleet.queue.devices}))
+        jobs = []
+        for e in self.entries:
+            job = fleet.jobs[e.job]
+            if e.fixed is not None:
+                count = sum(u.count for u in e.fixed)
+                own = self.own_models[e.job]
+                priority, limits = Priority.critical, (count, count)
+                allowed = tuple(own)
+                speed_on = {name: job.speed_on.get(model, 1.0) for name, model in own.items()}
+            else:
+                priority = job.priority if e.job in self.must else Priority.normal
+                limits = (job.min_devices, job.max_devices)
+                allowed = job.allowed_models if job.allowed_models is not None else models
+                speed_on = job.speed_on
+            jobs.append(
+                Job(
+                    id=job.id,
+                    work_hours=max(e.remaining, 1e-12),
+                    parallel_fraction=job.parallel_fraction,
+                    priority=priority,
+                    weight=job.objective_weight / PRIORITY_WEIGHT[priority],
+                    deadline_hours=e.deadline,
+                    min_devices=limits[0],
+                    max_devices=limits[1],
+                    memory_gb=job.memory_gb,
+                    allowed_models=allowed,
+                    speed_on=speed_on,
+                )
+            )
+        return Workload(
+            name=f"{fleet.queue.name[:150]}@{self.view.t:.6g}h",
+            devices=self.devices,
+            jobs=tuple(jobs),
+            power=Power(budget_w=fleet.budget_at(self.view.t), domains=fleet.queue.power.domains),
+            objective="weighted_speedup",
+            options=Options(time_limit_s=time_limit_s, mip_gap=mip_gap),
+        )
+
+    def uses(self, result: Plan) -> dict[int, Uses]:
+        out: dict[int, Uses] = {}
+        for placement in result.placements:
+            if placement.admitted:
+                j = self.fleet.job_index[placement.job]
+                out[j] = _merge_uses(self._use(j, a.device, a.cap_w, a.speed, a.count) for a in placement.allocations)
+        return out
+
+    def _use(self, j: int, device: str, cap_w: float, speed: float, count: int) -> Use:
+        g = self.origin[device]
+        levels = self.fleet.queue.devices[g].power_levels
+        same_cap = [
+            lv for lv in range(len(levels)) if math.isclose(levels[lv].cap_w, cap_w, rel_tol=1e-12, abs_tol=1e-12)
+        ]
+        return Use(g, min(same_cap, key=lambda lv: (abs(self.fleet.speed(j, g, lv) - speed), lv)), count)
+
+    # The lookahead rows -----------------------------------------------------------------------
+
+    def _ends(self) -> dict[int, float]:
+        """When each job ends at the latest: on its devices (or its slowest allowed ones) at the slowest level."""
+        fleet, t = self.fleet, self.view.t
+        ends = {}
+        for e in self.entries:
+            if e.fixed is not None:
+                s = fleet.speedup(
+                    e.job, tuple(Use(u.group, fleet.slowest_level(e.job, u.group), u.count) for u in e.fixed)
+                )
+            else:
+                s = fleet.slowest_speedup(e.job)
+            ends[e.job] = t + e.restart + (e.remaining / s if s > 0 else math.inf)
+        return ends
+
+    def _rows(self) -> list[tuple[float, float, list[int]]]:
+        """(window start, budget, jobs that may still run then) for each later change of the global budget."""
+        ends = self._ends()
+        rows = []
+        for b, budget in self.fleet.future_budgets(self.view.t):
+            late = [e.job for e in self.entries if ends[e.job] > b - TIME_TOL]
+            if late:
+                rows.append((b, budget, late))
+        return rows
+
+    def lookahead_hook(self, builder, data) -> None:
+        """idle + sum_{j may run at b} (lowest cap_g - idle_g) n[j,g,l] <= budget_b (W) for each later window start b."""
+        position = {job.id: k for k, job in enumerate(data.jobs)}
+        rows = []
+        for b, budget, late in self._rows():
+            terms = [
+                (
+                    "n",
+                    o.key,
+                    self.fleet.lowest_cap_w(self.origin[data.groups[o.group].id]) - data.groups[o.group].idle_w,
+                )
+                for j in late
+                for o in data.options_of_job[position[self.fleet.jobs[j].id]]
+            ]
+            if terms:  # with no placeable device the draw is the idle draw, which every budget covers
+                rows.append((b, terms, -math.inf, budget - self.fleet.idle_w))
+        builder.add_rows("night_lookahead", rows)
+
+    def lookahead_holds(self, uses: dict[int, Uses]) -> bool:
+        fleet = self.fleet
+        for _, budget, late in self._rows():
+            draw = fleet.idle_w + sum(
+                u.count * (fleet.lowest_cap_w(u.group) - fleet.queue.devices[u.group].idle_w)
+                for j in late
+                for u in uses.get(j, ())
+            )
+            if draw > budget + POWER_TOL:
+                return False
+        return True
+
+    def direct_solve(self, time_limit_s: float, mip_gap: float, threads: int) -> _Outcome:
+        """The derived model with its lookahead rows solved once as a MILP (modelled speedups, no cut refinement)."""
+        from optsched.data import ModelData
+        from optsched.model import build_model
+        from optsched.solver import Outcome
+
+        data = ModelData(self.workload(time_limit_s, mip_gap))
+        builder = build_model(data, extra_functionality=self.lookahead_hook)
+        result = builder.solve(wall_deadline=time.monotonic() + time_limit_s, mip_gap=mip_gap, threads=threads)
+        if result.outcome not in (Outcome.optimal, Outcome.limit_with_solution):
+            return _Outcome(Status.no_solution, {})
+        counts = builder.values(result, "n", [o.key for o in data.options])
+        out: dict[int, list[Use]] = {}
+        for o in data.options:
+            n = round(counts[o.key])
+            if n > 0:
+                j = self.fleet.job_index[data.jobs[o.job].id]
+                g = self.origin[data.groups[o.group].id]
+                out.setdefault(j, []).append(Use(g, o.level, n))
+        status = Status.optimal if result.outcome == Outcome.optimal else Status.time_limit
+        return _Outcome(status, {j: _merge_uses(us) for j, us in out.items()})
+
+
+def _group_counts(uses: Uses) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for u in uses:
+        counts[u.group] = counts.get(u.group, 0) + u.count
+    return counts
+
+
+def _merge_uses(uses) -> Uses:
+    """One Use per (group, level), sorted."""
+    counts: dict[tuple[int, int], int] = {}
+    for u in uses:
+        counts[u.group, u.level] = counts.get((u.group, u.level), 0) + u.count
+    return tuple(Use(g, lv, n) for (g, lv), n in sorted(counts.items()) if n > 0)
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    while name in taken:
+        name += "'"
+    taken.add(name)
+    return name

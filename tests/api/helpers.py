@@ -1,0 +1,46 @@
+"""Workloads and assertions shared by the REST service tests."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from optsched.catalog_lookup import sample_workload_path
+from optsched.verify import verify
+from tests.factories import device, job, workload
+
+
+def tiny_workload(name: str = "t", **options: Any) -> dict[str, Any]:
+    """Two jobs on four devices: solves in a few milliseconds."""
+    data = workload(
+        [device("g", "m", 3, [(100, 1.0), (200, 1.5)]), device("h", "n", 1, [(50, 0.5)])],
+        [job("a", work=10, p=0.9, priority="high", deadline_hours=20), job("b", work=5, p=0.5)],
+        power={"budget_w": 500},
+        options={"time_limit_s": 10, **options},
+    )
+    data["name"] = name
+    return data
+
+
+def slow_workload(time_limit_s: float = 20) -> dict[str, Any]:
+    """The shipped demo: about 2 s to optimal on this machine (less with a shorter time limit)."""
+    data = json.loads(sample_workload_path("demo").read_text())
+    data["options"] = {**data.get("options", {}), "time_limit_s": time_limit_s}
+    return data
+
+
+def assert_verified(data: dict[str, Any], resource: dict[str, Any]) -> None:
+    """A finished plan resource carries a plan the independent verifier accepts."""
+    assert resource["plan"] is not None, resource
+    assert verify(data, resource["plan"]) == []
+
+
+def poll(client, location: str, timeout_s: float = 30.0, **kwargs: Any) -> dict[str, Any]:
+    """GET `location` until the plan's status is final."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        body = client.get(location, **kwargs).get_json()
+        if body["status"] not in ("queued", "solving") or time.monotonic() > deadline:
+            return body
+        time.sleep(0.05)

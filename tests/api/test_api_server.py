@@ -1,0 +1,124 @@
+"""The real server: `optsched serve` (gunicorn) as a subprocess, spoken to over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import requests
+
+from optsched.store import FINAL_STATES
+from optsched.verify import verify
+from tests.api.helpers import slow_workload
+
+OPTSCHED = Path(sys.executable).with_name("optsched")
+DEMO = Path(__file__).resolve().parents[2] / "models" / "workloads" / "demo.json"
+FINAL = {state.value for state in FINAL_STATES}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def server(database: Path, log: Path, port: int, *, workers: int = 1) -> Iterator[str]:
+    """`optsched serve` in its own process group; killed (the whole group) however the test ends."""
+    env = {**os.environ, "OPTSCHED_DATABASE_URL": f"sqlite:///{database}", "OPTSCHED_SYNC_WAIT_S": "2"}
+    env.pop("OPTSCHED_API_TOKEN", None)
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [str(OPTSCHED), "serve", "--port", str(port), "--workers", str(workers), "--threads", "8"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(base, process, log)
+        yield base
+    finally:
+        kill_group(process)
+
+
+def wait_ready(base: str, process: subprocess.Popen, log: Path, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"server exited early:\n{log.read_text()}"
+        try:
+            if requests.get(f"{base}/readyz", timeout=2).status_code == 200:
+                return
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"server not ready in {timeout_s} s:\n{log.read_text()}")
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(10)
+
+
+def poll(base: str, location: str, timeout_s: float) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        body = requests.get(base + location, timeout=5).json()
+        if body["status"] in FINAL or time.monotonic() > deadline:
+            return body
+        time.sleep(0.1)
+
+
+def test_demo_over_http_follows_202_to_a_plan_that_verifies(tmp_path):
+    data = json.loads(DEMO.read_text())
+    log = tmp_path / "server.log"
+    with server(tmp_path / "plans.db", log, free_port()) as base:
+        response = requests.post(f"{base}/v1/plans", json=data, headers={"Prefer": "respond-async"}, timeout=10)
+        assert response.status_code == 202, response.text
+        location = response.headers["Location"]
+        final = poll(base, location, timeout_s=60)
+        assert final["status"] == "optimal", final
+        assert verify(data, final["plan"]) == []
+        problem = requests.post(f"{base}/v1/plans", data="{", headers={"Content-Type": "application/json"}, timeout=5)
+        assert problem.status_code == 400
+        assert problem.headers["Content-Type"] == "application/problem+json"
+    access = log.read_text()
+    assert '"POST /v1/plans HTTP/1.1" 202' in access
+    assert f'"GET {location} HTTP/1.1" 200' in access
+    assert any(line.endswith("ms") for line in access.splitlines() if "GET /v1/plans/" in line)
+
+
+def test_plans_survive_a_hard_kill_of_the_server(tmp_path):
+    database, log = tmp_path / "plans.db", tmp_path / "server.log"
+    data = slow_workload(time_limit_s=1.0)
+    with server(database, log, free_port()) as base:
+        locations = [
+            requests.post(f"{base}/v1/plans", json=data, headers={"Prefer": "respond-async"}, timeout=10).headers[
+                "Location"
+            ]
+            for _ in range(4)
+        ]
+        deadline = time.monotonic() + 30
+        while requests.get(base + locations[0], timeout=5).json()["status"] != "solving":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        # leaving the block SIGKILLs gunicorn and its solver processes mid-solve
+    with server(database, log, free_port()) as base:
+        finals = [poll(base, location, timeout_s=60) for location in locations]
+    assert all(f["status"] in FINAL for f in finals), finals
+    for final in finals:
+        assert final["status"] in ("optimal", "time_limit"), final
+        assert verify(data, final["plan"]) == []
+    assert "requeued 4 plan(s)" in log.read_text()

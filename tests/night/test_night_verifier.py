@@ -1,0 +1,73 @@
+"""The timeline verifier is not vacuous: each broken timeline is caught with a message naming the rule."""
+
+from __future__ import annotations
+
+from optsched.night_verify import load_night_plan, verify_timeline
+from tests.night.conftest import night_checked
+from tests.night.test_night_exact import hand_queue
+
+
+def broken(mutate) -> list[str]:
+    queue = hand_queue()
+    document = night_checked(queue).model_dump(mode="json")
+    mutate(document)
+    return verify_timeline(queue, document)
+
+
+def job(document, name):
+    return next(j for j in document["jobs"] if j["job"] == name)
+
+
+def test_a_device_serving_two_jobs_is_caught():
+    def share(d):
+        job(d, "C")["segments"][0]["allocations"][0]["devices"] = [0]
+
+    assert broken(share) == ["device 'g'[0] serves 'C' and 'B' at once (2-2.5 h)"]
+
+
+def test_a_budget_broken_in_a_window_is_caught():
+    def no_recap(d):
+        seg = job(d, "C")["segments"][1]
+        seg["allocations"][0].update(cap_w=100.0, speed=1.0)
+
+    problems = broken(no_recap)
+    assert any("exceeds the global budget 150 W" in p for p in problems)
+
+
+def test_running_before_release_or_before_a_predecessor_ends_is_caught():
+    def early(d):
+        for name in ("B", "C"):
+            seg = job(d, name)["segments"][0]
+            seg["from_hours"] = 0.5 if name == "C" else 1.5
+
+    problems = broken(early)
+    assert any("before its release at 1 h" in p for p in problems)
+    assert any("before 'A' (which it comes after) ends at 2 h" in p for p in problems)
+
+
+def test_work_that_does_not_add_up_is_caught():
+    def short(d):
+        job(d, "B")["segments"][0]["to_hours"] = 3.5
+
+    assert any("the job needs 2" in p for p in broken(short))
+
+
+def test_a_wrong_report_is_caught():
+    def lie(d):
+        job(d, "C")["deadline_met"] = False
+        d["events"][3]["power_w"] = 100.0
+        d["summary"]["energy_kwh"] = 1.0
+
+    problems = broken(lie)
+    assert any("reports deadline_met False" in p for p in problems)
+    assert any("event at 2.5 h: reports 100 W" in p for p in problems)
+    assert any("energy_kwh" in p for p in problems)
+
+
+def test_the_verifier_reads_an_output_directory(tmp_path):
+    from optsched.night.files import write_night_outputs
+
+    plan = night_checked(hand_queue())
+    write_night_outputs(plan, tmp_path / "out")
+    assert load_night_plan(tmp_path / "out") == plan
+    assert verify_timeline(hand_queue(), tmp_path / "out") == []
