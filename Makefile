@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install plan serve test bench clean
+.PHONY: install plan serve night test bench clean
 
 install: $(STAMP)
 
@@ -19,6 +19,9 @@ plan: install
 
 serve: install
 	$(BIN)/optsched serve
+
+night: install
+	$(BIN)/optsched night models/workloads/night-queue.json --start 2026-12-01T22:00 --hours 8 --out plans/demo
 
 test: install
 	$(BIN)/python -m pytest -q
