@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install plan serve night test bench clean
+.PHONY: install plan serve night test bench bench-large clean
 
 install: $(STAMP)
 
@@ -28,6 +28,9 @@ test: install
 
 bench: install
 	$(BIN)/python -m bench.planner
+
+bench-large: install
+	$(BIN)/python -m bench.planner --large --seeds 2 --out bench/results/planner-large.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

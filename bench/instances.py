@@ -29,6 +29,8 @@ def generate(size: str, seed: int, *, options: dict[str, float] | None = None) -
     n_jobs, n_groups, n_levels = SIZES[size]
     rng = random.Random(f"{size}-{seed}")
     catalog = device_catalog()
+    # About one device per 1.2 jobs at every size, so hard jobs (a fifth of them) always fit somewhere.
+    scale = max(1, round(n_jobs / (n_groups * 20)))
     devices = []
     for g in range(n_groups):
         model = GPU_MODELS[g % len(GPU_MODELS)] if g < len(GPU_MODELS) else rng.choice(GPU_MODELS)
@@ -40,7 +42,7 @@ def generate(size: str, seed: int, *, options: dict[str, float] | None = None) -
             {
                 "id": f"{model.lower()}-{g}",
                 "model": model,
-                "count": rng.choice((4, 8, 8, 16)) if size == "S" else rng.choice((8, 16, 16, 32)),
+                "count": (rng.choice((4, 8, 8, 16)) if size == "S" else rng.choice((8, 16, 16, 32))) * scale,
                 "domain": f"rack{g % 2 + 1}",
                 "power_levels": levels,
             }

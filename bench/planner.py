@@ -207,6 +207,30 @@ def targets(results: dict[str, list[Instance]]) -> list[str]:
     return lines + [""]
 
 
+def gap_tradeoff(results: dict[str, list[Instance]], gaps=(1e-4, 1e-3, 1e-2)) -> list[str]:
+    """The default mip_gap, measured: time and plan quality at several gaps on the S and M instances."""
+    lines = [
+        "## mip_gap trade-off (the default is 1e-2)",
+        "",
+        "| size | mip_gap | median wall s [min-max] | statuses | median share of LP bound |",
+        "|---|---|---|---|---|",
+    ]
+    for size in ("S", "M"):
+        for gap in gaps:
+            runs, shares, statuses = [], [], []
+            for inst in results.get(size, [])[:3]:
+                workload = generate(size, inst.seed, options={"mip_gap": gap})
+                start = time.perf_counter()
+                plan = optsched.plan(workload, time_limit_s=TIME_LIMITS[size])
+                runs.append(time.perf_counter() - start)
+                statuses.append(plan.status.value)
+                if inst.lp_bound:
+                    shares.append(plan.weighted_speedup / inst.lp_bound)
+            if runs:
+                lines.append(f"| {size} | {gap:g} | {_spread(runs, '.3f')} | {', '.join(statuses)} | {_spread(shares, '.4f')} |")
+    return lines + [""]
+
+
 def header(args) -> list[str]:
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("model name")), platform.processor())
     import os
@@ -228,6 +252,7 @@ def main(argv=None) -> None:
     parser.add_argument("--large", action="store_true", help="also L and XL")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--out", default="bench/results/planner.md")
+    parser.add_argument("--no-gaps", action="store_true", help="skip the mip_gap trade-off table")
     args = parser.parse_args(argv)
     sizes = args.sizes.split(",") + (["L", "XL"] if args.large else [])
     results: dict[str, list[Instance]] = {}
@@ -242,6 +267,8 @@ def main(argv=None) -> None:
     lines = header(args) + targets(results) + ["## Results per size", ""]
     for size, insts in results.items():
         lines += size_table(size, insts)
+    if not args.no_gaps:
+        lines += gap_tradeoff(results)
     anatomy_size = "M" if "M" in results else sizes[0]
     lines += [f"## Cost anatomy of one solve ({anatomy_size}, seed 0)", "", "| phase | seconds |", "|---|---|"]
     cost = anatomy(anatomy_size)

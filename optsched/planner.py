@@ -101,7 +101,8 @@ def plan(
     if search.infeasible:
         return _infeasible(data, diagnose_infeasible(data), warnings, started, search.rounds, time_limit)
     if search.best is None:
-        return empty_plan(data, Status.no_solution, (), warnings, started, search.rounds)
+        empty = empty_plan(data, Status.no_solution, (), warnings, started, search.rounds)
+        return empty.model_copy(update={"timings": timings, "bound": search.bound})
     status = Status.optimal if search.proven else Status.time_limit
     plan = extract(data, objective, search.best, status, search.bound, warnings, started, search.rounds)
     timings["extract"] = time.monotonic() - solved
