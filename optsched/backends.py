@@ -149,11 +149,11 @@ class HighsBuilder(Builder):
     def add_rows(self, family, rows):
         if self._h is not None:
             return self._add_rows_to_solver(family, rows)
+        columns, index, value = self._columns, self._index, self._value
         for key, terms, lo, hi in rows:
-            self._starts.append(len(self._index))
-            for var, k, coef in terms:
-                self._index.append(self._columns[var][k])
-                self._value.append(coef)
+            self._starts.append(len(index))
+            index.extend([columns[var][k] for var, k, _ in terms])
+            value.extend([coef for _, _, coef in terms])
             self._row_lower.append(lo)
             self._row_upper.append(hi)
             self.row_keys.append((family, key))

@@ -122,7 +122,13 @@ class ModelData:
 
     def host_options(self, j: int) -> tuple[Option, ...]:
         """Options that may carry job j's serial part (those that can still meet its deadline)."""
-        return tuple(o for o in self.options_of_job[j] if self.deadline_coefficient(o) is not None)
+        return self._host_options[j]
+
+    @cached_property
+    def _host_options(self) -> tuple[tuple[Option, ...], ...]:
+        return tuple(
+            tuple(o for o in opts if self.deadline_coefficient(o) is not None) for opts in self.options_of_job
+        )
 
     def best_speedup(self, j: int) -> float:
         """Largest S job j can reach: the fastest eligible devices at their fastest level, up to max_devices."""
