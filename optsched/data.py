@@ -77,6 +77,10 @@ class ModelData:
         return tuple(out)
 
     @cached_property
+    def option_by_key(self) -> dict[tuple[int, int, int], Option]:
+        return {o.key: o for o in self.options}
+
+    @cached_property
     def options_of_job(self) -> tuple[tuple[Option, ...], ...]:
         by_job: list[list[Option]] = [[] for _ in self.jobs]
         for o in self.options:

@@ -40,6 +40,8 @@ ABS_GAP = 1e-6
 MIN_GAP = 1e-6
 # Share of the time limit the LP cut loop may use (after its first LP, which always runs).
 RELAXATION_SHARE = 0.3
+# Share of the time limit the first LP may take before the planner falls back to a greedy plan.
+FIRST_LP_SHARE = 0.6
 # Share of the remaining time the LP-neighbourhood sub-MIP may use before the full MILP gets the rest.
 NEIGHBOURHOOD_SHARE = 0.25
 
@@ -243,12 +245,16 @@ def tighten_relaxation(b: Builder, data: ModelData, deadline: float, threads, ma
     """Kelley's cutting planes on the LP relaxation: add the tangent at each job's LP point until S is exact there.
     Returns the last LP result (its bound is valid for the MILP), or None when the LP found nothing."""
     result = None
-    # Refining the relaxation may use a share of the time; the rest is for finding and proving plans.
-    stop = time.monotonic() + RELAXATION_SHARE * max(0.0, deadline - time.monotonic())
+    # Refining the relaxation may use a share of the time, and even the first LP must leave time for a
+    # fallback plan when it cannot finish (very large workloads).
+    remaining = max(0.0, deadline - time.monotonic())
+    stop = time.monotonic() + RELAXATION_SHARE * remaining
+    first_lp_deadline = time.monotonic() + FIRST_LP_SHARE * remaining
     for _ in range(max_passes):
         if result is not None and time.monotonic() >= stop:
             return result
-        latest = b.solve(wall_deadline=deadline, mip_gap=0.0, threads=threads, relax=True)
+        lp_deadline = deadline if result is not None else first_lp_deadline
+        latest = b.solve(wall_deadline=lp_deadline, mip_gap=0.0, threads=threads, relax=True)
         if latest.outcome != Outcome.optimal:
             return result
         result = latest
@@ -275,7 +281,7 @@ def _feasible(data: ModelData, counts) -> bool:
 
     fleet = Fleet(data)
     for key, n in counts.items():
-        fleet.take(next(o for o in data.options_of_job[key[0]] if o.key == key), n)
+        fleet.take(data.option_by_key[key], n)
     must = OBJECTIVES[data.workload.objective].admit_all
     placed = {key[0] for key, n in counts.items() if n > 0}
     return (

@@ -94,6 +94,8 @@ def _quiet_stdout():
 def configure(h: highspy.Highs) -> highspy.Highs:
     """Our HiGHS options, the same whichever backend built the model."""
     h.setOptionValue("output_flag", os.environ.get("OPTSCHED_HIGHS_LOG") == "1")
+    # Lets cancelSolve (the watchdog) interrupt simplex, IPM and branch-and-bound through HiGHS's callbacks.
+    h.HandleUserInterrupt = True
     return h
 
 

@@ -122,11 +122,7 @@ def _place_greedily(
         counts.update(taken)
     else:
         for key, n in taken.items():
-            fleet.give_back(_option(data, key), n)
-
-
-def _option(data: ModelData, key) -> Option:
-    return next(o for o in data.options_of_job[key[0]] if o.key == key)
+            fleet.give_back(data.option_by_key[key], n)
 
 
 def greedy_counts(data: ModelData, lower_caps: bool = False) -> Counts:
@@ -175,7 +171,7 @@ def round_and_repair(data: ModelData, fractional: dict[tuple[int, int, int], flo
         if not mine or job_satisfied(data, j, mine):
             continue
         for key, n in mine.items():
-            fleet.give_back(_option(data, key), n)
+            fleet.give_back(data.option_by_key[key], n)
             del counts[key]
     for j in job_order(data):
         if (data.jobs[j].is_hard or admit_all) and not any(counts.get(o.key) for o in data.options_of_job[j]):
