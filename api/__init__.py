@@ -1,7 +1,8 @@
 """The optsched REST service: `create_app(config=None)` builds the Flask app (flask-openapi3 generates the spec).
 
-One blueprint per resource (plans, verify, health); errors become problem+json in api/errors.py; the store
-and the solve queue live in the optsched library (optsched.store, optsched.jobs) so other front ends reuse them.
+One blueprint per resource (plans, night-plans, frontiers, verify, health) and one for the HTML viewer (api/viewer.py,
+templates in api/templates); errors become problem+json in api/errors.py; the store and the solve queue live in the
+optsched library (optsched.store, optsched.jobs) so other front ends reuse them.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from typing import Any, Mapping
 from flask import Flask, redirect
 from flask_openapi3 import Info, OpenAPI
 
-from api import health, plans, verify
+from api import frontiers, health, night_plans, plans, verify, viewer
 from api.config import load_settings
 from api.errors import Problem, register_error_handlers, validation_problem
 from api.guards import BEARER_SCHEME, ApiRequest, StrictJSONProvider
 from api.services import EXTENSION, Services, services
-from optsched.jobs import ProcessPool
+from optsched.jobs import ProcessPool, SolveQueue
 from optsched.store import PlanStore
 
 __all__ = ["create_app", "shutdown", "services"]
@@ -59,18 +60,31 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.json.sort_keys = False
 
     store = PlanStore(settings["DATABASE_URL"])
-    queue = ProcessPool(
-        store,
-        workers=settings["WORKERS"],
-        queue_size=settings["QUEUE_SIZE"],
-        max_solves_per_worker=settings["MAX_SOLVES_PER_WORKER"],
-        grace_s=settings["SOLVE_GRACE_S"],
-        solver_threads=settings["SOLVER_THREADS"],
-    )
+    queue: SolveQueue
+    if settings["QUEUE_URL"]:  # scaled deployment: solves run on `optsched worker` machines (docs/scale.md)
+        from optsched.rq_queue import RQQueue
+
+        queue = RQQueue(
+            store,
+            settings["QUEUE_URL"],
+            queue_name=settings["QUEUE_NAME"],
+            queue_size=settings["QUEUE_SIZE"],
+            grace_s=settings["SOLVE_GRACE_S"],
+        )
+    else:
+        queue = ProcessPool(
+            store,
+            workers=settings["WORKERS"],
+            queue_size=settings["QUEUE_SIZE"],
+            max_solves_per_worker=settings["MAX_SOLVES_PER_WORKER"],
+            grace_s=settings["SOLVE_GRACE_S"],
+            solver_threads=settings["SOLVER_THREADS"],
+        )
     app.extensions[EXTENSION] = Services(store=store, queue=queue)
 
-    for blueprint in (plans.bp, verify.bp, health.bp):
+    for blueprint in (plans.bp, night_plans.bp, frontiers.bp, verify.bp, health.bp):
         app.register_api(blueprint)
+    app.register_blueprint(viewer.bp)
     app.add_url_rule("/openapi.json", "openapi_json", lambda: app.api_doc)
     app.add_url_rule("/docs", "docs", lambda: redirect("/docs/swagger"))
     register_error_handlers(app)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Mapping
 
+from optsched.limits import DEFAULT_MAX_VARIABLES
 from optsched.store import DEFAULT_DATABASE_URL
 
 
@@ -19,6 +20,13 @@ def _non_negative_float(text: str) -> float:
     value = float(text)
     if not value >= 0:
         raise ValueError("must be a number >= 0")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise ValueError("must be a number > 0")
     return value
 
 
@@ -40,13 +48,23 @@ SETTINGS: dict[str, tuple[Any, Callable[[str], Any], str]] = {
     "DATABASE_URL": (DEFAULT_DATABASE_URL, str, "SQLAlchemy URL of the plan store."),
     "API_TOKEN": (None, _optional_text, "When set, every /v1 route needs `Authorization: Bearer <token>`."),
     "MAX_BODY_MB": (10.0, _non_negative_float, "Largest request body accepted, in MB (413 above)."),
+    "MAX_VARIABLES": (
+        DEFAULT_MAX_VARIABLES,
+        _positive_int,
+        "Largest placement model a request may ask for: jobs x device groups x power levels (422 above).",
+    ),
     "SYNC_WAIT_S": (2.0, _non_negative_float, "How long POST /v1/plans waits for the solve before answering 202."),
+    "SYNC_WAIT_SLOTS": (16, _positive_int, "POSTs that may wait for their solve at once; the others answer 202 at once."),
     "WORKERS": (None, _positive_int, "Solver worker processes (default: one per core)."),
     "QUEUE_SIZE": (64, _positive_int, "Plans that may wait for a worker; beyond that POST answers 503."),
     "MAX_SOLVES_PER_WORKER": (50, _positive_int, "Solves after which a worker process is replaced."),
     "SOLVE_GRACE_S": (5.0, _non_negative_float, "Seconds past its time limit after which a solve is killed."),
     "SOLVER_THREADS": (1, _positive_int, "HiGHS threads per solve."),
     "START_WORKERS": (True, _boolean, "Start the solver pool with the app (false: plans only queue)."),
+    # Scaled deployment (docs/scale.md): solves go to RQ workers (`optsched worker`) instead of the embedded pool.
+    "QUEUE_URL": (None, _optional_text, "Redis URL: solve on RQ workers instead of the embedded pool."),
+    "QUEUE_NAME": ("optsched", str, "RQ queue name (API, workers and batch must agree)."),
+    "LEASE_S": (15.0, _positive_float, "RQ workers: seconds without word after which a solving row is requeued."),
 }
 
 

@@ -23,6 +23,15 @@ QUEUE_FULL = "urn:optsched:problem:queue-full"
 IDEMPOTENCY_KEY_REUSED = "urn:optsched:problem:idempotency-key-reused"
 
 
+# Request bodies that carry a workload: their validation errors are `invalid-workload` problems.
+DOCUMENT_MODELS = {
+    "Workload": "workload",
+    "VerifyRequest": "workload or plan",
+    "NightPlanRequest": "queue or night arguments",
+    "FrontierRequest": "workload or budgets",
+}
+
+
 class ProblemField(BaseModel):
     path: str = Field(description="JSON path of the offending field ('' for the whole document).")
     message: str
@@ -89,9 +98,8 @@ def problem_doc(description: str, headers: dict[str, Any] | None = None) -> dict
 def validation_problem(exc: ValidationError) -> Response:
     """flask-openapi3's hook for request models that fail validation (body, query, headers, path)."""
     errors = field_errors(exc)
-    kind = exc.title
-    if kind in ("Workload", "VerifyRequest"):
-        what, problem_type = ("workload" if kind == "Workload" else "workload or plan"), INVALID_WORKLOAD
+    if exc.title in DOCUMENT_MODELS:
+        what, problem_type = DOCUMENT_MODELS[exc.title], INVALID_WORKLOAD
     else:
         what, problem_type = "request", INVALID_REQUEST
     return problem_response(

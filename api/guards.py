@@ -10,6 +10,7 @@ from flask import Request, current_app, request
 from flask.json.provider import DefaultJSONProvider
 
 from api.errors import ApiProblem
+from optsched.limits import check_document
 
 # Documented on every /v1 operation; the empty alternative says the token is optional unless configured.
 V1_SECURITY: list[dict[str, list[str]]] = [{"bearerAuth": []}, {}]
@@ -21,8 +22,7 @@ def require_token() -> None:
     token = current_app.config.get("API_TOKEN")
     if not token:
         return
-    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+    if not bearer_matches(token):
         raise ApiProblem(
             401,
             "this service needs `Authorization: Bearer <token>` with the token it was started with",
@@ -30,8 +30,15 @@ def require_token() -> None:
         )
 
 
+def bearer_matches(token: str) -> bool:
+    """Whether the request carries `Authorization: Bearer <token>` (compared in constant time)."""
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
 def require_json_body() -> None:
-    """415 unless the body is declared JSON, 400 unless it parses (413 comes from reading it past the limit)."""
+    """415 unless the body is declared JSON, 400 unless it parses (413 comes from reading it past the limit), 422
+    when it is too deep or holds too many items to validate cheaply (optsched.limits.check_document)."""
     if request.method not in ("POST", "PUT", "PATCH"):
         return
     if not request.is_json:
@@ -40,7 +47,7 @@ def require_json_body() -> None:
             f"send the body as application/json (got {request.mimetype or 'no Content-Type'})",
             headers={"Accept-Post": "application/json"},
         )
-    request.get_json()  # parsed once and cached; a body that does not parse raises BadRequest (400)
+    check_document(request.get_json())  # parsed once and cached; a body that does not parse is a 400
 
 
 class ApiRequest(Request):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 from flask import current_app, request
@@ -12,7 +13,8 @@ from api.errors import IDEMPOTENCY_KEY_REUSED, ApiProblem, problem_doc
 from api.guards import V1_SECURITY, require_json_body, require_token
 from api.schemas import ListQuery, PlanList, PlanPath, PlanResource, PlanSummary, SubmitHeaders
 from api.services import services
-from optsched.store import PlanRecord
+from optsched.limits import check_variables
+from optsched.store import PlanRecord, PlanState, ResourceKind
 from optsched.workload import Workload
 
 bp = APIBlueprint(
@@ -60,10 +62,11 @@ def _resource_doc(description: str) -> dict[str, Any]:
 )
 def create_plan(header: SubmitHeaders, body: Workload):
     """Store, queue, wait a little: 201 with the plan, or 202 to poll (see the description above)."""
+    check_variables(body, current_app.config["MAX_VARIABLES"])
     document = request.get_json()
     store, queue = services().store, services().queue
     record, created = store.create(document, header.idempotency_key)
-    if not created and _canonical(record.workload) != _canonical(document):
+    if not created and (record.kind != ResourceKind.plan or _canonical(record.workload) != _canonical(document)):
         raise ApiProblem(
             422,
             "this Idempotency-Key was used for a different workload; use a new key for a new workload",
@@ -77,7 +80,7 @@ def create_plan(header: SubmitHeaders, body: Workload):
             raise
     respond_async = _prefers_async(header.prefer)
     if not respond_async and not record.status.final:
-        record = queue.wait(record.id, current_app.config["SYNC_WAIT_S"]) or record
+        record = _wait_for_solve(record)
     response = _resource_response(record, 201 if record.status.final else 202)
     if respond_async:
         response.headers["Preference-Applied"] = "respond-async"
@@ -116,7 +119,10 @@ def get_plan(path: PlanPath):
 )
 def list_plans(query: ListQuery):
     """One page of plan summaries."""
-    records, next_cursor = services().store.list(limit=query.limit, cursor=query.cursor, status=query.status)
+    status = PlanState(query.status.value) if query.status is not None else None
+    records, next_cursor = services().store.list(
+        limit=query.limit, cursor=query.cursor, status=status, kind=ResourceKind.plan
+    )
     page = PlanList(items=[PlanSummary.of(r) for r in records], next_cursor=next_cursor)
     return page.model_dump(mode="json")
 
@@ -147,8 +153,22 @@ def delete_plan(path: PlanPath):
     return _resource_response(cancelled, 200)
 
 
+def _wait_for_solve(record: PlanRecord) -> PlanRecord:
+    """The record after waiting up to SYNC_WAIT_S for its solve, if one of SYNC_WAIT_SLOTS is free; else at once
+    (a 202). Waiting holds an HTTP thread, so the threads beyond the slots stay free for reads and /healthz."""
+    slots = current_app.extensions.setdefault(
+        "optsched.sync_wait_slots", threading.BoundedSemaphore(current_app.config["SYNC_WAIT_SLOTS"])
+    )
+    if not slots.acquire(blocking=False):
+        return record
+    try:
+        return services().queue.wait(record.id, current_app.config["SYNC_WAIT_S"]) or record
+    finally:
+        slots.release()
+
+
 def _record_or_404(plan_id: str) -> PlanRecord:
-    record = services().store.get(plan_id)
+    record = services().store.get(plan_id, kind=ResourceKind.plan)
     if record is None:
         raise ApiProblem(404, f"no plan {plan_id!r}; list plans with GET /v1/plans")
     return record

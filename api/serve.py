@@ -9,6 +9,7 @@ it dies, and the new one requeues the plans the old one left (see optsched.jobs.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -70,5 +71,7 @@ def serve(
         "control_socket_disable": True,  # several servers on one machine would share ~/.gunicorn/gunicorn.ctl
     }
     app_config = {} if workers is None else {"WORKERS": workers}
+    if not os.environ.get("OPTSCHED_SYNC_WAIT_SLOTS"):
+        app_config["SYNC_WAIT_SLOTS"] = max(1, threads // 2)  # half the threads stay free for /healthz and reads
     load_settings(app_config)  # a bad OPTSCHED_* variable fails here, before gunicorn starts
     _Gunicorn(options, app_config).run()

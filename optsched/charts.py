@@ -1,4 +1,5 @@
-"""Night-plan charts as PNG bytes (matplotlib, Agg, no pyplot state): a Gantt chart per device and power over time.
+"""Charts as PNG bytes (matplotlib, Agg, no pyplot state): for night plans a Gantt chart per device and power over
+time; for plans the placement of jobs on device groups.
 
 Byte-for-byte deterministic for the same plan: fixed sizes and dpi, no timestamps or software tags in the file.
 """
@@ -13,11 +14,17 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from optsched.night.schema import NightPlan
+from optsched.plan import Plan
 
 DPI = 100
 WIDTH_IN = 14.0
 PNG_METADATA = {"Software": None}  # matplotlib otherwise writes its version into the file
 MAX_LEGEND_JOBS = 24
+# Placement bars are coloured by the job's priority.
+PRIORITY_COLOURS = {"critical": "#d62728", "high": "#ff7f0e", "normal": "#1f77b4", "low": "#8c8c8c"}
+IDLE_COLOUR = "#eeeeee"
+# Characters of 7-point text per percent of the placement axis width (about 9 px per percent, 4.5 px per character).
+CHARS_PER_PERCENT = 2.0
 
 
 def gantt_png(plan: NightPlan) -> bytes:
@@ -208,3 +215,79 @@ def _time_axis(ax, plan: NightPlan) -> None:
     ticks = list(range(0, int(end) + 1, step))
     ax.set_xticks(ticks, [f"{(plan.start + timedelta(hours=h)).strftime('%H:%M')}\n+{h} h" for h in ticks], fontsize=8)
     ax.set_xlabel(f"time (hours after {plan.start.isoformat(timespec='minutes')})")
+
+
+def placement_png(plan: Plan) -> bytes:
+    """One row per device group, its devices as a 0-100 % bar: a segment per job allocation coloured by the job's
+    priority and labelled with the job, the device count and the cap level; idle devices hatched grey."""
+    rows = list(plan.devices)
+    fig = Figure(figsize=(WIDTH_IN, max(3.2, 1.6 + 0.62 * len(rows))), dpi=DPI)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for row, group in enumerate(rows):
+        total = group.used + group.idle
+        left = 0.0
+        for placement in plan.placements:
+            for alloc in placement.allocations:
+                if alloc.device != group.device or total == 0:
+                    continue
+                width = 100.0 * alloc.count / total
+                colour = PRIORITY_COLOURS.get(placement.priority, PRIORITY_COLOURS["normal"])
+                ax.barh(row, width, left=left, height=0.72, color=colour, edgecolor="white", linewidth=1.0)
+                label = _fitting(
+                    width,
+                    f"{placement.job}\n×{alloc.count} @ {_cap_label(group, alloc.cap_w)}",
+                    f"{placement.job}",
+                    _cap_label(group, alloc.cap_w),
+                )
+                if label:
+                    ax.text(left + width / 2, row, label, ha="center", va="center", fontsize=7, color="white",
+                            clip_on=True, parse_math=False)
+                left += width
+        if group.idle and total:
+            width = 100.0 * group.idle / total
+            ax.barh(row, width, left=left, height=0.72, color=IDLE_COLOUR, edgecolor="#bbbbbb", hatch="//",
+                    linewidth=0.6)
+            label = _fitting(width, f"idle ×{group.idle}", "idle")
+            if label:
+                ax.text(left + width / 2, row, label, ha="center", va="center", fontsize=7, color="#555555",
+                        clip_on=True, parse_math=False)
+    ax.set_yticks(
+        range(len(rows)),
+        [
+            f"{g.device}\n{g.model} ×{g.used + g.idle}{f', {g.domain}' if g.domain else ''}\n{g.power_w:,.0f} W"
+            for g in rows
+        ],
+        fontsize=7,
+    )
+    for tick in ax.get_yticklabels():
+        tick.set_parse_math(False)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("share of the group's devices (%)")
+    budget = f" of {plan.budget_w:,.0f} W" if plan.budget_w is not None else ""
+    objective = f"{plan.objective:.4g}" if plan.objective is not None else "none"
+    ax.set_title(
+        f"{plan.workload}: {plan.status.value}, {plan.objective_name} {objective}, {plan.power_w:,.0f} W{budget}",
+        parse_math=False,
+    )
+    handles = [Patch(color=c, label=p) for p, c in PRIORITY_COLOURS.items()]
+    handles.append(Patch(facecolor=IDLE_COLOUR, edgecolor="#bbbbbb", hatch="//", label="idle"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="priority",
+              title_fontsize=8)
+    ax.grid(axis="x", linewidth=0.3)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _cap_label(group, cap_w: float) -> str:
+    """`300 W (L2/3)`: the cap and its level among the group's levels, lowest first."""
+    caps = sorted({c for c, _ in group.power_levels})
+    level = next((k for k, c in enumerate(caps) if abs(c - cap_w) <= 1e-6 * max(1.0, c)), None)
+    return f"{cap_w:,.0f} W" + (f" (L{level + 1}/{len(caps)})" if level is not None else "")
+
+
+def _fitting(width_percent: float, *labels: str) -> str | None:
+    """The first label whose longest line fits in a bar `width_percent` wide, or None."""
+    room = width_percent * CHARS_PER_PERCENT
+    return next((label for label in labels if max(len(line) for line in label.split("\n")) <= room), None)

@@ -60,7 +60,7 @@ def plan_command(
     for change in result.suggestions:
         stderr.print("[bold yellow]would make it feasible:[/]", escape(change.message), highlight=False)
     for warning in result.warnings:
-        stderr.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        stderr.print("[yellow]warning:[/]", escape(warning), highlight=False)
     raise typer.Exit(EXIT_PLAN if result.feasible else EXIT_NO_PLAN)
 
 
@@ -88,7 +88,7 @@ def frontier_command(
     if png is not None and result.points:
         plot_frontier(result, png)
     if result.reason:
-        stderr.print(f"[bold red]no frontier:[/] {result.reason}", highlight=False)
+        stderr.print("[bold red]no frontier:[/]", escape(result.reason), highlight=False)
     raise typer.Exit(EXIT_PLAN if result.points else EXIT_NO_PLAN)
 
 
@@ -159,9 +159,121 @@ def night_command(
         if job.reason is not None:
             stderr.print(f"[yellow]{job.priority} job {escape(repr(job.job))}:[/] {escape(job.reason)}", highlight=False)
     for warning in result.warnings:
-        stderr.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        stderr.print("[yellow]warning:[/]", escape(warning), highlight=False)
     raise typer.Exit(EXIT_PLAN if result.ok else EXIT_NO_PLAN)
 
+
+
+# -- scaled deployment (docs/scale.md): RQ workers and batch fan-out -------------------------------------------
+
+
+@app.command("worker")
+def worker_command(
+    concurrency: Annotated[
+        Optional[int], typer.Option("--concurrency", "-c", min=1, help="RQ worker processes (default: one per core).")
+    ] = None,
+    burst: Annotated[bool, typer.Option("--burst", help="Exit once the queue is empty.")] = False,
+) -> None:
+    """Solve on RQ workers: take solves from OPTSCHED_QUEUE_URL, write results to OPTSCHED_DATABASE_URL."""
+    import logging
+    import os
+
+    from api.config import ConfigError, load_settings
+    from optsched.rq_queue import configure, redacted, run_workers
+    from optsched.store import PlanStore
+
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        stderr.print("[bold red]invalid configuration:[/]", str(exc), highlight=False)
+        raise typer.Exit(EXIT_INVALID)
+    if not settings["QUEUE_URL"]:
+        stderr.print("[bold red]OPTSCHED_QUEUE_URL is not set:[/] set it to the Redis URL the API submits to "
+                     "(redis://host:6379/0)", highlight=False)
+        raise typer.Exit(EXIT_INVALID)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s")
+    ctx = configure(PlanStore(settings["DATABASE_URL"]), settings["QUEUE_URL"], queue_name=settings["QUEUE_NAME"],
+                    grace_s=settings["SOLVE_GRACE_S"], lease_s=settings["LEASE_S"],
+                    solver_threads=settings["SOLVER_THREADS"])
+    n = concurrency or os.cpu_count() or 1
+    stderr.print(f"optsched worker: {n} process(es) on queue {settings['QUEUE_NAME']!r} at "
+                 f"{redacted(settings['QUEUE_URL'])}", highlight=False)
+    run_workers(ctx, n, burst=burst)
+
+
+@app.command("batch")
+def batch_command(
+    paths: Annotated[list[str], typer.Argument(help="Workload files, directories (their *.json) or glob patterns.")],
+    out: Annotated[Path, typer.Option("--out", help="Directory for the plans and batch-summary.json.")],
+    wait: Annotated[bool, typer.Option("--wait", help="Wait for every solve (always, without a queue URL).")] = False,
+    workers: Annotated[
+        Optional[int], typer.Option("--workers", min=1, help="Local solver processes, without a queue URL.")
+    ] = None,
+    timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.0, help="Stop waiting after S seconds.")] = None,
+) -> None:
+    """Plan many workloads: exit 0 when every one has a feasible plan, 1 otherwise (or unfinished), 2 for invalid input."""
+    import os
+
+    from redis.exceptions import RedisError
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from sqlalchemy.exc import OperationalError
+
+    from api.config import ConfigError, load_settings
+    from optsched.batch import InvalidBatch, open_backend, read_inputs, run_batch
+
+    unreachable = (RedisError, OperationalError)
+
+    try:
+        settings = load_settings()
+        inputs = read_inputs(paths)
+        backend = open_backend(out, queue_url=settings["QUEUE_URL"], queue_name=settings["QUEUE_NAME"],
+                               database_url=os.environ.get("OPTSCHED_DATABASE_URL") or None, workers=workers,
+                               grace_s=settings["SOLVE_GRACE_S"], solver_threads=settings["SOLVER_THREADS"])
+    except InvalidBatch as exc:
+        stderr.print(f"[bold red]invalid batch[/] ({len(exc.problems)} problem(s)); nothing was submitted:", highlight=False)
+        for problem in exc.problems:
+            stderr.print(f"  {problem}", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(EXIT_INVALID)
+    except ConfigError as exc:
+        stderr.print("[bold red]invalid configuration:[/]", str(exc), highlight=False)
+        raise typer.Exit(EXIT_INVALID)
+    except unreachable as exc:
+        stderr.print("[bold red]cannot reach the store or the queue:[/]", escape(str(exc)), highlight=False)
+        raise typer.Exit(EXIT_INVALID)
+    wait = wait or backend.local
+    if wait and not backend.local and backend.queue.worker_count() == 0:  # type: ignore[attr-defined]
+        stderr.print(f"[yellow]warning:[/] no `optsched worker` listens on {backend.label}; the plans wait for one",
+                     highlight=False)
+    columns = (TextColumn("solving"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[detail]}"),
+               TimeElapsedColumn())
+    try:
+        with Progress(*columns, console=stderr, transient=True) as bar:
+            task = bar.add_task("batch", total=len(inputs), detail="")
+
+            def progress(finished: int, total: int, counts) -> None:
+                detail = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+                bar.update(task, completed=finished, detail=detail)
+
+            result = run_batch(inputs, out, store=backend.store, queue=backend.queue, wait=wait, timeout_s=timeout,
+                               progress=progress, queue_label=backend.label)
+    except unreachable as exc:
+        stderr.print("[bold red]lost the store or the queue:[/] " + escape(str(exc)) + "; run the batch again to "
+                     "collect what was submitted", highlight=False)
+        raise typer.Exit(EXIT_NO_PLAN)
+    except OSError as exc:
+        stderr.print(f"[bold red]cannot write {out}:[/] {exc}", highlight=False)
+        raise typer.Exit(EXIT_INVALID)
+    finally:
+        backend.close()
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(result.counts.items()))
+    typer.echo(f"{len(result.entries)} workloads ({counts}); submitted {result.submitted}, reused "
+               f"{len(result.entries) - result.submitted}; {result.wall_seconds:.1f} s; wrote {result.summary_path}")
+    for entry in result.entries:
+        if entry.error:
+            stderr.print(f"[yellow]{escape(entry.workload)}:[/] {escape(entry.error)}", highlight=False)
+    if not wait:
+        raise typer.Exit(EXIT_PLAN)
+    raise typer.Exit(EXIT_PLAN if result.complete and result.all_feasible else EXIT_NO_PLAN)
 
 def _print_invalid(exc: InvalidWorkload) -> None:
     stderr.print(f"[bold red]invalid workload[/] ({len(exc.errors)} problem(s)):", highlight=False)
@@ -180,27 +292,27 @@ def print_plan_table(plan: Plan, console: Console) -> None:
     gap = "-" if plan.gap is None else f"{plan.gap:.2%}"
     objective = "-" if plan.objective is None else f"{plan.objective:,.4g}"
     console.print(
-        f"[bold]{plan.workload}[/]: {plan.status.value}, {plan.objective_name} = {objective} "
+        f"[bold]{escape(plan.workload)}[/]: {plan.status.value}, {plan.objective_name} = {objective} "
         f"(gap {gap}), power {plan.power_w:,.0f} W, solved in {plan.solve_seconds:.2f} s",
         highlight=False,
     )
     jobs = Table("job", "priority", "admitted", "speedup", "runtime h", "deadline h", "met", "devices (count x cap W)")
     for p in plan.placements:
         jobs.add_row(
-            p.job,
+            escape(p.job),
             p.priority,
             "yes" if p.admitted else "no",
             f"{p.speedup:.3f}" if p.admitted else "-",
             f"{p.runtime_hours:.2f}" if p.runtime_hours is not None else "-",
             f"{p.deadline_hours:g}" if p.deadline_hours is not None else "-",
             {True: "yes", False: "NO", None: "-"}[p.meets_deadline],
-            ", ".join(f"{a.device} {a.count}x{a.cap_w:g}W" for a in p.allocations) or "-",
+            escape(", ".join(f"{a.device} {a.count}x{a.cap_w:g}W" for a in p.allocations)) or "-",
         )
     console.print(jobs)
     power = Table("power scope", "drawn W", "budget W")
     power.add_row("fleet", f"{plan.power_w:,.0f}", _watts(plan.budget_w))
     for domain, watts in plan.power_by_domain.items():
-        power.add_row(domain, f"{watts:,.0f}", _watts(plan.budget_by_domain.get(domain)))
+        power.add_row(escape(domain), f"{watts:,.0f}", _watts(plan.budget_by_domain.get(domain)))
     console.print(power)
 
 

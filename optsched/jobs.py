@@ -1,5 +1,9 @@
 """The solve queue: plans go in by id, a bounded pool of worker processes solves them, results go to the store.
 
+A queued row is a resource of one kind (optsched.store.ResourceKind): a plan, a night plan or a frontier. The
+queue itself only sees ids; a worker turns a claimed row into a `SolveTask` and `solve_task` runs the kind's
+Python API (`KINDS`: optsched.plan, optsched.plan_night, optsched.frontier, the same calls the CLI makes).
+
 `SolveQueue` is the interface the service (and later batch commands) program against; `ProcessPool` is the
 in-server implementation. A dispatcher thread owns the worker processes: it claims queued plans in the store,
 sends each workload over a pipe to an idle worker, writes the answer back in one transaction, kills a worker
@@ -28,7 +32,7 @@ from multiprocessing.connection import wait as wait_for_connections
 from typing import Any, Callable
 
 from optsched.errors import InvalidWorkload, OptschedError
-from optsched.store import MAX_ATTEMPTS, PlanRecord, PlanState, PlanStore
+from optsched.store import MAX_ATTEMPTS, PlanRecord, PlanState, PlanStore, ResourceKind, state_of
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +43,25 @@ STALE_CLAIM_SLACK_S = 60.0
 # Seconds a freshly started worker may take to import the planner before it is replaced.
 WORKER_START_TIMEOUT_S = 60.0
 
-SolveFunction = Callable[[dict[str, Any], "int | None"], tuple[str, Any]]
+
+
+@dataclass(frozen=True)
+class SolveTask:
+    """What a worker needs to solve one row: its kind, input document, keyword arguments and HiGHS threads."""
+
+    kind: ResourceKind
+    workload: dict[str, Any]
+    params: dict[str, Any] = field(default_factory=dict)
+    threads: int | None = None
+
+    @classmethod
+    def of(cls, record: PlanRecord, threads: int | None) -> SolveTask:
+        return cls(kind=record.kind, workload=record.workload or {}, params=dict(record.params or {}), threads=threads)
+
+
+# A solve function runs in a worker process: ("result", (state, document)), ("invalid", field errors) or
+# ("error", message). `solve_task` is the real one; tests pass stand-ins.
+SolveFunction = Callable[[SolveTask], tuple[str, Any]]
 
 
 class QueueFull(OptschedError):
@@ -92,18 +114,89 @@ class SolveQueue(abc.ABC):
             time.sleep(min(0.05, remaining))
 
 
-def solve_workload(workload: dict[str, Any], threads: int | None) -> tuple[str, Any]:
-    """Run the planner in a worker process: ("plan", plan JSON), ("invalid", field errors) or ("error", message)."""
+@dataclass(frozen=True)
+class Kind:
+    """How a resource kind is solved: `solve` calls its Python API and returns (final state, result document);
+    `budget_s(workload, params)` bounds its wall time, after which (plus the grace period) the solve is killed."""
+
+    solve: Callable[[SolveTask], tuple[PlanState, dict[str, Any]]]
+    budget_s: Callable[[dict[str, Any], dict[str, Any]], float]
+
+
+def _solve_plan(task: SolveTask) -> tuple[PlanState, dict[str, Any]]:
     from optsched.planner import plan
 
+    result = plan(task.workload, threads=task.threads)
+    return state_of(result.status), result.model_dump(mode="json")
+
+
+def _solve_night(task: SolveTask) -> tuple[PlanState, dict[str, Any]]:
+    from optsched.night import plan_night
+
+    result = plan_night(task.workload, **task.params)
+    return state_of(result.status), result.model_dump(mode="json", by_alias=True)
+
+
+def _solve_frontier(task: SolveTask) -> tuple[PlanState, dict[str, Any]]:
+    from optsched.frontier import frontier
+
+    result = frontier(task.workload, **task.params)
+    return (PlanState.done if result.points else PlanState.infeasible), result.model_dump(mode="json")
+
+
+def _plan_budget_s(workload: dict[str, Any], params: dict[str, Any]) -> float:
+    """One solve: the workload's own time limit (what the planner uses)."""
+    return _time_limit_s(workload)
+
+
+def _night_budget_s(workload: dict[str, Any], params: dict[str, Any]) -> float:
+    """One event solve's time limit per event the night can have: each job released and finished, each power
+    window starting and ending, the start and the end."""
+    from optsched.night.milp import NIGHT_TIME_LIMIT_S
+
+    options, power = workload.get("options"), workload.get("power")
+    given = isinstance(options, dict) and "time_limit_s" in options
+    per_event = _time_limit_s(workload) if given else NIGHT_TIME_LIMIT_S
+    windows = (power.get("windows") or []) if isinstance(power, dict) else []
+    return per_event * (2 * len(workload.get("jobs") or []) + 2 * len(windows) + 2)
+
+
+def _frontier_budget_s(workload: dict[str, Any], params: dict[str, Any]) -> float:
+    """One solve's time limit per point, plus the unlimited plan and the least-feasible-budget probe."""
+    from optsched.frontier import MIN_POINTS, REFINE_POINTS
+
+    points = len(params.get("budgets") or []) or MIN_POINTS + REFINE_POINTS
+    return _time_limit_s(workload) * (points + 2)
+
+
+# Every resource kind and how it is solved (tests check that each ResourceKind has one).
+KINDS: dict[ResourceKind, Kind] = {
+    ResourceKind.plan: Kind(solve=_solve_plan, budget_s=_plan_budget_s),
+    ResourceKind.night: Kind(solve=_solve_night, budget_s=_night_budget_s),
+    ResourceKind.frontier: Kind(solve=_solve_frontier, budget_s=_frontier_budget_s),
+}
+
+
+def solve_task(task: SolveTask) -> tuple[str, Any]:
+    """Run the task's kind in a worker process: ("result", (state, document)), ("invalid", field errors) or
+    ("error", message); it never raises."""
     try:
-        result = plan(workload, threads=threads)
+        state, document = KINDS[task.kind].solve(task)
     except InvalidWorkload as exc:
         return "invalid", [{"path": e.path, "message": e.message} for e in exc.errors]
     except Exception as exc:  # noqa: BLE001 - the worker reports every failure instead of dying
-        log.exception("planner failed")
-        return "error", f"the planner failed: {type(exc).__name__}: {exc}"
-    return "plan", result.model_dump(mode="json")
+        log.exception("%s solve failed", task.kind)
+        return "error", f"the {task.kind} solve failed: {type(exc).__name__}: {exc}"
+    return "result", (state.value, document)
+
+
+def budget_s(record: PlanRecord) -> float:
+    """Wall-time bound of a record's solve (its kind's `budget_s`); a malformed document falls back to the default
+    time limit, since the solve will report it invalid at once."""
+    try:
+        return float(KINDS[record.kind].budget_s(record.workload or {}, dict(record.params or {})))
+    except (AttributeError, TypeError, ValueError):
+        return _time_limit_s(None)
 
 
 @dataclass(eq=False)
@@ -139,7 +232,7 @@ class ProcessPool(SolveQueue):
         max_solves_per_worker: int = 50,
         grace_s: float = 5.0,
         solver_threads: int | None = 1,
-        solve: SolveFunction = solve_workload,
+        solve: SolveFunction = solve_task,
         start_method: str = "spawn",
     ):
         super().__init__(store)
@@ -302,12 +395,12 @@ class ProcessPool(SolveQueue):
             record = self._next_claim()
             if record is None:
                 return
-            time_limit = _time_limit_s(record.workload)
+            time_limit = budget_s(record)
             w.plan_id, w.attempt, w.time_limit_s = record.id, record.attempts, time_limit
             w.dispatched = time.monotonic()
             w.deadline = w.dispatched + time_limit + self.grace_s
             try:
-                w.conn.send(("solve", record.id, record.workload, self.solver_threads))
+                w.conn.send(("solve", record.id, SolveTask.of(record, self.solver_threads)))
             except (BrokenPipeError, OSError):
                 self._on_exit(w)
 
@@ -325,13 +418,14 @@ class ProcessPool(SolveQueue):
         if message[0] == "ready":
             w.ready = True
             return
-        _, plan_id, kind, payload = message
+        _, plan_id, outcome, payload = message
         if plan_id != w.plan_id:
             return
         self._solve_seconds.append(time.monotonic() - w.dispatched)
-        if kind == "plan":
-            self._finish(plan_id, w.attempt, PlanState(payload["status"]), plan=payload)
-        elif kind == "invalid":
+        if outcome == "result":
+            state, document = payload
+            self._finish(plan_id, w.attempt, PlanState(state), plan=document)
+        elif outcome == "invalid":
             details = "; ".join(f"{e['path'] or '<document>'}: {e['message']}" for e in payload)
             self._finish(plan_id, w.attempt, PlanState.failed, error=f"invalid workload: {details}")
         else:
@@ -411,7 +505,7 @@ class ProcessPool(SolveQueue):
         orphans = [pid for pid in self.store.ids_with_state(PlanState.queued) if pid not in known]
         cutoff = datetime.now(UTC) - timedelta(seconds=self.grace_s + STALE_CLAIM_SLACK_S)
         for record in self.store.stale_solving(cutoff):
-            limit = timedelta(seconds=_time_limit_s(record.workload))
+            limit = timedelta(seconds=budget_s(record))
             if record.id in in_flight or record.started_at is None or record.started_at > cutoff - limit:
                 continue
             if self.store.requeue(record.id, record.attempts):
@@ -498,10 +592,10 @@ def _worker_main(conn: Connection, parent_pid: int, solve: SolveFunction) -> Non
             return
         if message is None:
             return
-        _, plan_id, workload, threads = message
-        kind, payload = solve(workload, threads)
+        _, plan_id, task = message
+        outcome, payload = solve(task)
         try:
-            conn.send(("result", plan_id, kind, payload))
+            conn.send(("result", plan_id, outcome, payload))
         except (BrokenPipeError, OSError):
             return
 

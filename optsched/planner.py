@@ -152,7 +152,9 @@ def _refine(
     # Rows added by extra_functionality are invisible to the heuristics: their plans then only seed HiGHS,
     # which checks every row, and are never accepted as they are.
     trusted = not extra_rows
-    seeds = [start] if start is not None else []
+    # The empty plan is feasible whenever no job must run (precheck already compared idle draw with budgets):
+    # with it, a solver that reports "infeasible" by mistake can never turn a feasible workload infeasible.
+    seeds = [{}] + ([start] if start is not None else [])
     relaxation = tighten_relaxation(b, data, deadline, threads)
     if relaxation is not None and relaxation.values is not None:
         _improve_bound(search, primary_bound(b, data, objective, relaxation.bound), maximise)

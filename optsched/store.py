@@ -1,5 +1,8 @@
 """The plan store: one `plans` table in SQLAlchemy 2 (SQLite by default, any SQLAlchemy URL works).
 
+A row is a resource of one `ResourceKind`: a plan (`optsched.plan`), a night plan (`optsched.plan_night`, its
+start/hours/preempt/restart_hours in `params`) or a frontier (`optsched.frontier`, its budgets in `params`).
+`workload` is the input document, `plan` the result document, stored whole, whatever the kind.
 Every state change is one transaction with a condition on the current state, so a reader never sees half a
 plan and two actors (a solve finishing, a user cancelling) cannot both win. A claim increments `attempts`;
 the attempt number is the token that later finishes or requeues that claim, so a stale actor cannot
@@ -44,6 +47,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 
 from optsched.errors import OptschedError
+from optsched.night.schema import NightStatus
 from optsched.plan import Status
 
 DEFAULT_DATABASE_URL = "sqlite:///./var/optsched.db"
@@ -52,20 +56,31 @@ MAX_ATTEMPTS = 3
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
 
+class ResourceKind(StrEnum):
+    """What a row holds, and so which Python API its worker calls (optsched.jobs.KINDS)."""
+
+    plan = "plan"  # optsched.plan(workload)
+    night = "night"  # optsched.plan_night(queue, **params)
+    frontier = "frontier"  # optsched.frontier(workload, **params)
+
+
 class _PlanStateBase(StrEnum):
     @property
     def final(self) -> bool:
         return self.value not in ("queued", "solving")
 
 
-# Lifecycle of a submitted plan: queued -> solving -> a final state: the planner's own statuses (every
-# `optsched.Status`, derived so that a status added there is a plan state here), cancelled or failed.
+# Lifecycle of a submitted resource: queued -> solving -> a final state: the result's own verdict (every
+# `optsched.Status` for plans, every `NightStatus` for night plans, `done` for a frontier with a curve; derived so
+# that a status added there is a state here), cancelled or failed.
 PlanState = _PlanStateBase(
     "PlanState",
     [
         ("queued", "queued"),
         ("solving", "solving"),
         *((status.name, status.value) for status in Status),
+        *((status.name, status.value) for status in NightStatus if status.value not in Status.__members__),
+        ("done", "done"),
         ("cancelled", "cancelled"),
         ("failed", "failed"),
     ],
@@ -76,9 +91,23 @@ UNFINISHED = (PlanState.queued, PlanState.solving)
 FINAL_STATES = tuple(s for s in PlanState if s.final)
 
 
-def state_of(status: Status) -> PlanState:
-    """The final plan state for a planner status: the state of the same name."""
+def state_of(status: Status | NightStatus) -> PlanState:
+    """The final state for a planner or night-planner status: the state of the same name."""
     return PlanState(status.value)
+
+
+# The verdicts a result of each kind can carry (a frontier without a curve is `infeasible`).
+RESULT_STATES: dict[ResourceKind, tuple[PlanState, ...]] = {
+    ResourceKind.plan: tuple(state_of(s) for s in Status),
+    ResourceKind.night: tuple(state_of(s) for s in NightStatus),
+    ResourceKind.frontier: (PlanState.done, PlanState.infeasible),
+}
+
+
+def states_of(kind: ResourceKind) -> tuple[PlanState, ...]:
+    """Every state a resource of `kind` can be in (a killed overrun is `no_solution` whatever the kind)."""
+    reachable = {*UNFINISHED, *RESULT_STATES[kind], PlanState.no_solution, PlanState.cancelled, PlanState.failed}
+    return tuple(s for s in PlanState if s in reachable)
 
 
 class InvalidCursor(OptschedError, ValueError):
@@ -108,8 +137,10 @@ plans = Table(
     "plans",
     metadata,
     Column("id", String(32), primary_key=True),
+    Column("kind", String(16), nullable=False, default=ResourceKind.plan.value, server_default=ResourceKind.plan.value),
     Column("status", String(16), nullable=False),
     Column("workload", JSON, nullable=False),
+    Column("params", JSON, nullable=True),
     Column("plan", JSON, nullable=True),
     Column("idempotency_key", String(255), nullable=True, unique=True),
     Column("submitted_at", _UtcDateTime, nullable=False),
@@ -119,13 +150,32 @@ plans = Table(
     Column("attempts", Integer, nullable=False, default=0),
     Index("ix_plans_submitted", "submitted_at", "id"),
     Index("ix_plans_status_submitted", "status", "submitted_at", "id"),
+    Index("ix_plans_kind_submitted", "kind", "submitted_at", "id"),
 )
 _SUMMARY_COLUMNS = [c for c in plans.c if c.name not in ("workload", "plan")]
+# Figures an overview of many resources shows, read out of the documents by the database (none is loaded whole):
+# the workload's name, a plan's objective and power, a night plan's summary, a frontier's knee and saturation.
+_HEADLINE_PREFIX = "headline_"
+_HEADLINE_COLUMNS = [
+    expression.label(_HEADLINE_PREFIX + name)
+    for name, expression in {
+        "name": plans.c.workload["name"].as_string(),
+        "objective_name": plans.c.plan["objective_name"].as_string(),
+        "objective": plans.c.plan["objective"].as_float(),
+        "power_w": plans.c.plan["power_w"].as_float(),
+        "budget_w": plans.c.plan["budget_w"].as_float(),
+        "makespan_hours": plans.c.plan[("summary", "makespan_hours")].as_float(),
+        "hard_deadlines_met": plans.c.plan[("summary", "hard_deadlines_met")].as_integer(),
+        "peak_power_w": plans.c.plan[("summary", "peak_power_w")].as_float(),
+        "knee_budget_w": plans.c.plan["knee_budget_w"].as_float(),
+        "saturation_w": plans.c.plan["saturation_w"].as_float(),
+    }.items()
+]
 
 
 @dataclass(frozen=True)
 class PlanRecord:
-    """One row of `plans`. `workload` and `plan` are None when the query did not load them (listings)."""
+    """One row of `plans`. `workload` and `plan` (the result) are None when the query did not load them (listings)."""
 
     id: str
     status: PlanState
@@ -137,6 +187,14 @@ class PlanRecord:
     idempotency_key: str | None
     workload: dict[str, Any] | None = None
     plan: dict[str, Any] | None = None
+    kind: ResourceKind = ResourceKind.plan
+    params: dict[str, Any] | None = None
+    headline: dict[str, Any] | None = None  # listings with headline=True: figures read out of the documents
+
+    @property
+    def result(self) -> dict[str, Any] | None:
+        """The result document, whatever the kind (the column is named after the first kind)."""
+        return self.plan
 
     @classmethod
     def from_row(cls, row) -> PlanRecord:
@@ -152,6 +210,10 @@ class PlanRecord:
             idempotency_key=m["idempotency_key"],
             workload=m.get("workload"),
             plan=m.get("plan"),
+            kind=ResourceKind(m["kind"]),
+            params=m.get("params"),
+            headline={k.removeprefix(_HEADLINE_PREFIX): v for k, v in m.items() if k.startswith(_HEADLINE_PREFIX)}
+            or None,
         )
 
 
@@ -165,16 +227,23 @@ class PlanStore:
     def __init__(self, url: str = DEFAULT_DATABASE_URL, *, engine: Engine | None = None):
         self.url = url
         self.engine = engine or _create_engine(url)
-        metadata.create_all(self.engine)
+        # The schema is Alembic's (optsched/migrations): a new database is created, an older one upgraded.
+        from optsched.migrations import upgrade
+
+        upgrade(self.engine)
 
     def close(self) -> None:
         self.engine.dispose()
 
     # -- reads -------------------------------------------------------------------------------------
 
-    def get(self, plan_id: str) -> PlanRecord | None:
+    def get(self, plan_id: str, kind: ResourceKind | None = None) -> PlanRecord | None:
+        """The record with this id (of this kind, when given), or None."""
+        query = select(plans).where(plans.c.id == plan_id)
+        if kind is not None:
+            query = query.where(plans.c.kind == kind.value)
         with self.engine.connect() as c:
-            row = c.execute(select(plans).where(plans.c.id == plan_id)).first()
+            row = c.execute(query).first()
         return PlanRecord.from_row(row) if row else None
 
     def get_by_key(self, idempotency_key: str) -> PlanRecord | None:
@@ -183,12 +252,22 @@ class PlanStore:
         return PlanRecord.from_row(row) if row else None
 
     def list(
-        self, *, limit: int = 20, cursor: str | None = None, status: PlanState | None = None
+        self,
+        *,
+        limit: int = 20,
+        cursor: str | None = None,
+        status: PlanState | None = None,
+        kind: ResourceKind | None = None,
+        headline: bool = False,
     ) -> tuple[list[PlanRecord], str | None]:
-        """Newest first, without documents; the second item is the cursor of the next page (None on the last)."""
-        query = select(*_SUMMARY_COLUMNS).order_by(plans.c.submitted_at.desc(), plans.c.id.desc()).limit(limit + 1)
+        """Newest first, without documents; the second item is the cursor of the next page (None on the last).
+        `kind` None lists every kind; `headline` adds a few figures read out of the documents to each record."""
+        columns = [*_SUMMARY_COLUMNS, *(_HEADLINE_COLUMNS if headline else [])]
+        query = select(*columns).order_by(plans.c.submitted_at.desc(), plans.c.id.desc()).limit(limit + 1)
         if status is not None:
             query = query.where(plans.c.status == status.value)
+        if kind is not None:
+            query = query.where(plans.c.kind == kind.value)
         if cursor is not None:
             at, last_id = _decode_cursor(cursor)
             query = query.where(or_(plans.c.submitted_at < at, and_(plans.c.submitted_at == at, plans.c.id < last_id)))
@@ -214,8 +293,16 @@ class PlanStore:
 
     # -- state changes, each one transaction ----------------------------------------------------------
 
-    def create(self, workload: dict[str, Any], idempotency_key: str | None = None) -> tuple[PlanRecord, bool]:
-        """Store a queued plan; with a key already used, return that plan instead (second item False)."""
+    def create(
+        self,
+        workload: dict[str, Any],
+        idempotency_key: str | None = None,
+        *,
+        kind: ResourceKind = ResourceKind.plan,
+        params: dict[str, Any] | None = None,
+    ) -> tuple[PlanRecord, bool]:
+        """Store a queued resource; with a key already used (by any kind), return that one instead (second item
+        False: the caller compares kind, workload and params to tell a retry from a reused key)."""
         if idempotency_key is not None:
             existing = self.get_by_key(idempotency_key)
             if existing is not None:
@@ -230,11 +317,15 @@ class PlanStore:
             attempts=0,
             idempotency_key=idempotency_key,
             workload=workload,
+            kind=kind,
+            params=params,
         )
         values = {
             "id": record.id,
+            "kind": kind.value,
             "status": record.status.value,
             "workload": workload,
+            "params": params,
             "idempotency_key": idempotency_key,
             "submitted_at": record.submitted_at,
             "attempts": 0,
@@ -370,8 +461,10 @@ def _decode_cursor(cursor: str) -> tuple[datetime, str]:
 
 def _create_engine(url: str) -> Engine:
     parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):  # the driver optsched installs: psycopg 3
+        parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(url, pool_pre_ping=True)
+        return create_engine(parsed, pool_pre_ping=True)
     _create_private_file(parsed.database)
     engine = create_engine(url)
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from optsched.catalog_lookup import catalog_entry
 from optsched.errors import FieldError, InvalidWorkload
+from optsched.limits import check_document
 
 
 class Priority(StrEnum):
@@ -31,6 +32,14 @@ HARD_PRIORITIES = frozenset({Priority.critical, Priority.high})
 Id = Annotated[str, Field(min_length=1, max_length=200)]
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegativeFloat = Annotated[float, Field(ge=0)]
+# Quantities that enter the model's arithmetic stay within these bounds, far beyond any real fleet, so that
+# runtimes, speedups and watts stay finite: a speed of 5e-324 makes every speedup 0, work of 1e308 every
+# runtime infinite (found by tests/reliability/test_bad_input.py).
+Speed = Annotated[float, Field(ge=1e-6, le=1e6)]
+Watts = Annotated[float, Field(gt=0, le=1e6)]
+IdleWatts = Annotated[float, Field(ge=0, le=1e6)]
+Hours = Annotated[float, Field(gt=0, le=1e9)]
+Weight = Annotated[float, Field(ge=1e-6, le=1e6)]
 
 
 class Frozen(BaseModel):
@@ -38,8 +47,8 @@ class Frozen(BaseModel):
 
 
 class PowerLevel(Frozen):
-    cap_w: PositiveFloat = Field(description="Power cap of one device at this level, in watts.")
-    speed: PositiveFloat = Field(description="Speed relative to the reference device (1.0).")
+    cap_w: Watts = Field(description="Power cap of one device at this level, in watts.")
+    speed: Speed = Field(description="Speed relative to the reference device (1.0).")
 
 
 class DeviceGroup(Frozen):
@@ -48,7 +57,7 @@ class DeviceGroup(Frozen):
     count: int = Field(ge=1, le=1_000_000, description="Number of identical devices in the group.")
     memory_gb: PositiveFloat | None = None
     domain: Id | None = Field(default=None, description="Power domain (rack, PDU) the group belongs to.")
-    idle_w: NonNegativeFloat = Field(default=0.0, description="Draw of each device no job uses, in watts.")
+    idle_w: IdleWatts = Field(default=0.0, description="Draw of each device no job uses, in watts.")
     power_levels: tuple[PowerLevel, ...] = Field(default=(), max_length=64)
 
     @model_validator(mode="before")
@@ -69,16 +78,16 @@ class DeviceGroup(Frozen):
 
 class Job(Frozen):
     id: Id
-    work_hours: PositiveFloat = Field(description="Hours the job needs on one reference device.")
+    work_hours: Hours = Field(description="Hours the job needs on one reference device.")
     parallel_fraction: float = Field(ge=0, le=1, description="Amdahl parallel fraction p.")
     priority: Priority = Priority.normal
-    weight: PositiveFloat = 1.0
-    deadline_hours: PositiveFloat | None = None
+    weight: Weight = 1.0
+    deadline_hours: Hours | None = None
     min_devices: int = Field(default=1, ge=1, le=1_000_000)
     max_devices: int | None = Field(default=None, ge=1, le=1_000_000)
     memory_gb: NonNegativeFloat | None = Field(default=None, description="Memory needed on each device.")
     allowed_models: tuple[Id, ...] | None = None
-    speed_on: dict[Id, PositiveFloat] = Field(
+    speed_on: dict[Id, Speed] = Field(
         default_factory=dict, description="Model -> multiplier of that model's speed for this job."
     )
     release_hours: NonNegativeFloat = Field(
@@ -164,10 +173,15 @@ class Workload(Frozen):
             return source
         if isinstance(source, (str, Path)):
             source = _read_json(source)
+        check_document(source)
         try:
             return cls.model_validate(source)
         except ValidationError as exc:
             raise InvalidWorkload(field_errors(exc)) from None
+
+
+# Problems listed at most per invalid document (validation reports them all; listing a million helps no one).
+MAX_LISTED_ERRORS = 100
 
 
 class _SemanticProblems(ValueError):
@@ -275,15 +289,24 @@ def _window_problems(windows: tuple[PowerWindow, ...]) -> list[FieldError]:
 
 
 def field_errors(exc: ValidationError) -> list[FieldError]:
-    """Flatten pydantic's errors into (JSON path, message) pairs, expanding our cross-field problems."""
+    """Flatten pydantic's errors into (JSON path, message) pairs, expanding our cross-field problems; past
+    MAX_LISTED_ERRORS, one last entry counts the rest (a client fixes a hundred before it needs the next)."""
     out: list[FieldError] = []
-    for err in exc.errors(include_url=False):
+    total = 0
+    for err in exc.errors(include_url=False, include_input=False):
         cause = (err.get("ctx") or {}).get("error")
+        found = cause.problems if isinstance(cause, _SemanticProblems) else None
+        total += len(found) if found is not None else 1
+        if len(out) >= MAX_LISTED_ERRORS:
+            continue
         prefix = _json_path(err["loc"])
-        if isinstance(cause, _SemanticProblems):
-            out.extend(FieldError(_join(prefix, p.path), p.message) for p in cause.problems)
+        if found is not None:
+            out.extend(FieldError(_join(prefix, p.path), p.message) for p in found)
         else:
             out.append(FieldError(prefix, err["msg"]))
+    if total > MAX_LISTED_ERRORS:
+        out = out[:MAX_LISTED_ERRORS]
+        out.append(FieldError("", f"and {total - MAX_LISTED_ERRORS:,} more problems not listed; fix these first"))
     return out
 
 
@@ -307,10 +330,14 @@ def _read_json(source: str | Path) -> Any:
             raw = Path(source).read_text(encoding="utf-8")
         except OSError as exc:
             raise InvalidWorkload([FieldError("", f"cannot read {text}: {exc.strerror}")]) from None
+        except ValueError as exc:  # not UTF-8, or a NUL in the path
+            raise InvalidWorkload([FieldError("", f"cannot read {text}: {exc}")]) from None
     try:
         return json.loads(raw, parse_constant=_reject_constant)
     except (json.JSONDecodeError, ValueError) as exc:
         raise InvalidWorkload([FieldError("", f"not valid JSON: {exc}")]) from None
+    except RecursionError:
+        raise InvalidWorkload([FieldError("", "not valid JSON: nested too deeply")]) from None
 
 
 def _reject_constant(name: str) -> Any:

@@ -6,13 +6,15 @@ import os
 import time
 from typing import Any
 
+from optsched.jobs import SolveTask
 
-def sleep_forever(workload: dict[str, Any], threads: int | None) -> tuple[str, Any]:
+
+def sleep_forever(task: SolveTask) -> tuple[str, Any]:
     """A solve that never returns: the pool must kill it after its time limit plus grace."""
     time.sleep(3600)
     return "error", "unreachable"
 
 
-def crash(workload: dict[str, Any], threads: int | None) -> tuple[str, Any]:
+def crash(task: SolveTask) -> tuple[str, Any]:
     """A solve that takes its worker process down (think of an out-of-memory kill)."""
     os._exit(3)

@@ -23,6 +23,21 @@ def tiny_workload(name: str = "t", **options: Any) -> dict[str, Any]:
     return data
 
 
+def night_queue(name: str = "q") -> dict[str, Any]:
+    """Two jobs on three devices, one after the other's release, a dependency and a power window: plans in ~0.1 s."""
+    data = workload(
+        [device("g", "m", 2, [(100, 1.0), (50, 0.5)], idle_w=5), device("h", "n", 1, [(80, 0.8)])],
+        [
+            job("prep", work=1, p=0.9, priority="high", deadline_hours=4),
+            job("train", work=4, p=0.95, after=["prep"], release_hours=0.5, deadline_hours=8),
+        ],
+        power={"budget_w": 300, "windows": [{"from_hours": 2, "to_hours": 3, "budget_w": 200}]},
+        options={"time_limit_s": 10},
+    )
+    data["name"] = name
+    return data
+
+
 def slow_workload(time_limit_s: float = 20) -> dict[str, Any]:
     """The shipped demo: about 2 s to optimal on this machine (less with a shorter time limit)."""
     data = json.loads(sample_workload_path("demo").read_text())

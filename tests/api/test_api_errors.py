@@ -116,7 +116,7 @@ def test_unknown_route_and_wrong_method_are_problems(client):
 
 
 def test_an_unexpected_error_is_a_500_problem_without_internals(app, client, monkeypatch, caplog):
-    def broken(plan_id):
+    def broken(*args, **kwargs):
         raise RuntimeError("secret internals /etc/passwd")
 
     monkeypatch.setattr(services(app).store, "get", broken)

@@ -31,10 +31,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(database: Path, log: Path, port: int, *, workers: int = 1) -> Iterator[str]:
+def server(
+    database: Path, log: Path, port: int, *, workers: int = 1, token: str | None = None
+) -> Iterator[str]:
     """`optsched serve` in its own process group; killed (the whole group) however the test ends."""
     env = {**os.environ, "OPTSCHED_DATABASE_URL": f"sqlite:///{database}", "OPTSCHED_SYNC_WAIT_S": "2"}
     env.pop("OPTSCHED_API_TOKEN", None)
+    if token is not None:
+        env["OPTSCHED_API_TOKEN"] = token
     with log.open("ab") as out:
         process = subprocess.Popen(
             [str(OPTSCHED), "serve", "--port", str(port), "--workers", str(workers), "--threads", "8"],
@@ -72,10 +76,10 @@ def kill_group(process: subprocess.Popen) -> None:
     process.wait(10)
 
 
-def poll(base: str, location: str, timeout_s: float) -> dict:
+def poll(base: str, location: str, timeout_s: float, headers: dict[str, str] | None = None) -> dict:
     deadline = time.monotonic() + timeout_s
     while True:
-        body = requests.get(base + location, timeout=5).json()
+        body = requests.get(base + location, headers=headers, timeout=5).json()
         if body["status"] in FINAL or time.monotonic() > deadline:
             return body
         time.sleep(0.1)

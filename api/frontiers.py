@@ -1,0 +1,111 @@
+"""/v1/frontiers: the power-speedup frontier of a workload (always asynchronous), its plot, cancel or delete."""
+
+from __future__ import annotations
+
+from flask import current_app, request
+from flask_openapi3 import APIBlueprint, Tag
+
+from api.errors import problem_doc
+from api.guards import V1_SECURITY, require_json_body, require_token
+from api.resources import (
+    FRONTIERS,
+    accepted,
+    cancel_or_delete,
+    chart_response,
+    chart_responses,
+    png_doc,
+    record_or_404,
+    resource_doc,
+    resource_response,
+    submit,
+)
+from api.schemas import AsyncSubmitHeaders, FrontierPath, FrontierRequest, FrontierResource
+from optsched.frontier import Frontier, plot_frontier
+from optsched.limits import check_variables
+
+bp = APIBlueprint(
+    "frontiers",
+    __name__,
+    url_prefix="/v1",
+    abp_tags=[Tag(name="frontiers", description="What each kilowatt buys (optsched frontier).")],
+    abp_security=V1_SECURITY,
+)
+bp.before_request(require_token)
+bp.before_request(require_json_body)
+
+UNAUTHORIZED = "Missing or wrong bearer token (only when OPTSCHED_API_TOKEN is set)."
+
+
+@bp.post(
+    "/frontiers",
+    operation_id="createFrontier",
+    summary="Submit a workload for its power-speedup frontier",
+    description="Validates and stores the workload (and the budgets to plan, if given: `optsched.frontier`'s "
+    "arguments), queues the sweep and answers 202 at once; poll `Location` until `status` is final (`done`: a "
+    "curve; `infeasible`: none, `frontier.reason` says why). With `Idempotency-Key`, a retried request returns "
+    "the first frontier (`Idempotent-Replayed: true`).",
+    responses={
+        202: resource_doc(FRONTIERS, "Accepted and queued; poll `Location` until `status` is final."),
+        400: problem_doc("The body is not valid JSON."),
+        401: problem_doc(UNAUTHORIZED),
+        413: problem_doc("The body is larger than OPTSCHED_MAX_BODY_MB."),
+        415: problem_doc("The body is not `application/json`."),
+        422: problem_doc("The workload or the budgets fail validation; `errors` lists every offending field."),
+        503: problem_doc("The solve queue is full; retry after `Retry-After` seconds."),
+    },
+)
+def create_frontier(header: AsyncSubmitHeaders, body: FrontierRequest):
+    """Store, queue: 202."""
+    check_variables(body.workload, current_app.config["MAX_VARIABLES"], path="workload")
+    workload = request.get_json()["workload"]
+    record, created = submit(FRONTIERS, workload, body.params(), header.idempotency_key)
+    return accepted(FRONTIERS, record, created)
+
+
+@bp.get(
+    "/frontiers/<frontier_id>",
+    operation_id="getFrontier",
+    summary="Get a frontier",
+    description="The frontier resource: status, timestamps and, once done, the points, knee and saturation.",
+    responses={200: FrontierResource, 401: problem_doc(UNAUTHORIZED), 404: problem_doc("No frontier with this id.")},
+)
+def get_frontier(path: FrontierPath):
+    """The frontier resource."""
+    return resource_response(FRONTIERS, record_or_404(FRONTIERS, path.frontier_id), 200)
+
+
+@bp.get(
+    "/frontiers/<frontier_id>/plot.png",
+    operation_id="getFrontierPlot",
+    summary="The frontier's plot",
+    description="Weighted speedup against the global budget (kW), the current budget and the knee marked, "
+    "deadlines met below (the CLI's --png). 409 while the frontier is queued or solving; 404 if it is unknown, "
+    "ended without a result, or has no curve.",
+    responses={200: png_doc("The frontier plot."), **chart_responses(FRONTIERS)},
+)
+def get_frontier_plot(path: FrontierPath):
+    """plot.png of a finished frontier."""
+    return chart_response(FRONTIERS, path.frontier_id, "plot.png", plot_frontier, missing=no_curve)
+
+
+@bp.delete(
+    "/frontiers/<frontier_id>",
+    operation_id="deleteFrontier",
+    summary="Cancel or delete a frontier",
+    description="A queued or solving frontier is cancelled (its sweep is stopped): 200 with the resource, status "
+    "`cancelled`. A finished one is deleted: 204.",
+    responses={
+        200: FrontierResource,
+        204: None,
+        401: problem_doc(UNAUTHORIZED),
+        404: problem_doc("No frontier with this id."),
+    },
+)
+def delete_frontier(path: FrontierPath):
+    """Cancel an unfinished frontier, delete a finished one."""
+    return cancel_or_delete(FRONTIERS, path.frontier_id)
+
+
+def no_curve(result: Frontier) -> str | None:
+    """Why a frontier has nothing to plot (None: it has a curve)."""
+    return None if result.points else (result.reason or "no point was planned")

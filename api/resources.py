@@ -1,0 +1,190 @@
+"""What the asynchronous /v1 resources share: submit to the queue with idempotency, look up by kind, answer with
+the resource or one of its charts, cancel or delete. Views stay thin: they validate, call these, and return."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import matplotlib
+from flask import Response, current_app, request
+from pydantic import BaseModel
+
+from api.errors import IDEMPOTENCY_KEY_REUSED, ApiProblem, problem_doc
+from api.schemas import FrontierResource, NightPlanResource, PlanResource
+from api.services import services
+from optsched.store import PlanRecord, ResourceKind
+
+PNG = "image/png"
+# Charts are drawn one at a time: some use pyplot, whose state is global; none parses `$...$` in user text.
+_CHART_LOCK = threading.Lock()
+_CHART_RC = {"text.parse_math": False, "text.usetex": False}
+# Finished results never change, so their charts are kept: the last CHART_CACHE_SIZE drawn, by ETag.
+CHART_CACHE_SIZE = 32
+_chart_cache: OrderedDict[str, bytes] = OrderedDict()
+
+
+@dataclass(frozen=True)
+class Collection:
+    """One kind of resource as the API shows it: its noun, its URL and its resource model (with `of(record)`)."""
+
+    kind: ResourceKind
+    noun: str
+    path: str
+    model: type[BaseModel]
+    result: str  # the model's field holding the result document
+
+    def location(self, resource_id: str) -> str:
+        return f"{self.path}/{resource_id}"
+
+
+PLANS = Collection(ResourceKind.plan, "plan", "/v1/plans", PlanResource, "plan")
+NIGHT_PLANS = Collection(ResourceKind.night, "night plan", "/v1/night-plans", NightPlanResource, "night_plan")
+FRONTIERS = Collection(ResourceKind.frontier, "frontier", "/v1/frontiers", FrontierResource, "frontier")
+# Every resource kind as the API shows it (tests check that each ResourceKind has one).
+COLLECTIONS: dict[ResourceKind, Collection] = {c.kind: c for c in (PLANS, NIGHT_PLANS, FRONTIERS)}
+
+
+def resource_doc(collection: Collection, description: str) -> dict[str, Any]:
+    """OpenAPI response object for the resource, with its Location header."""
+    return {
+        "description": description,
+        "headers": {"Location": {"description": f"URL of the {collection.noun}.", "schema": {"type": "string"}}},
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{collection.model.__name__}"}}},
+    }
+
+
+def png_doc(what: str) -> dict[str, Any]:
+    return {"description": what, "content": {PNG: {"schema": {"type": "string", "format": "binary"}}}}
+
+
+def chart_responses(collection: Collection) -> dict[int, Any]:
+    return {
+        304: {"description": "Not modified (If-None-Match matched the ETag)."},
+        401: problem_doc("Missing or wrong bearer token (only when OPTSCHED_API_TOKEN is set)."),
+        404: problem_doc(f"No {collection.noun} with this id, or it ended without a result (cancelled, failed)."),
+        409: problem_doc(f"The {collection.noun} is still queued or solving; poll its URL until its status is final."),
+    }
+
+
+def submit(
+    collection: Collection, document: dict[str, Any], params: dict[str, Any], idempotency_key: str | None
+) -> tuple[PlanRecord, bool]:
+    """Store and queue the resource; with a used Idempotency-Key, the first resource (second item False), or 422
+    when the key was used for another kind, document or parameters."""
+    store, queue = services().store, services().queue
+    record, created = store.create(document, idempotency_key, kind=collection.kind, params=params)
+    if not created:
+        if (record.kind, _canonical(record.workload), _canonical(record.params)) != (
+            collection.kind,
+            _canonical(document),
+            _canonical(params),
+        ):
+            raise ApiProblem(
+                422,
+                f"this Idempotency-Key was used for a different request; use a new key for a new {collection.noun}",
+                type=IDEMPOTENCY_KEY_REUSED,
+            )
+        return record, False
+    try:
+        queue.submit(record.id)
+    except Exception:
+        store.delete(record.id, states=[record.status])
+        raise
+    return record, True
+
+
+def accepted(collection: Collection, record: PlanRecord, created: bool) -> Response:
+    """202 with the resource and its Location (Idempotent-Replayed on a retry)."""
+    response = resource_response(collection, record, 202)
+    if not created:
+        response.headers["Idempotent-Replayed"] = "true"
+    return response
+
+
+def record_or_404(collection: Collection, resource_id: str) -> PlanRecord:
+    record = services().store.get(resource_id, kind=collection.kind)
+    if record is None:
+        raise ApiProblem(404, f"no {collection.noun} {resource_id!r}")
+    return record
+
+
+def resource_response(collection: Collection, record: PlanRecord, status: int) -> Response:
+    body = collection.model.of(record).model_dump(mode="json", by_alias=True)
+    response = current_app.response_class(json.dumps(body), status=status, mimetype="application/json")
+    response.headers["Location"] = collection.location(record.id)
+    return response
+
+
+def cancel_or_delete(collection: Collection, resource_id: str) -> Response | tuple[str, int]:
+    """Cancel an unfinished resource (200 with it), delete a finished one (204)."""
+    record = record_or_404(collection, resource_id)
+    if record.status.final:
+        if services().store.delete(record.id):
+            return "", 204
+        raise ApiProblem(404, f"no {collection.noun} {resource_id!r}")
+    cancelled = services().queue.cancel(record.id)
+    if cancelled is None:
+        raise ApiProblem(404, f"no {collection.noun} {resource_id!r}")
+    return resource_response(collection, cancelled, 200)
+
+
+def chart_response(
+    collection: Collection,
+    resource_id: str,
+    name: str,
+    draw: Callable[[Any], bytes],
+    missing: Callable[[Any], str | None] = lambda result: None,
+) -> Response:
+    """The chart `draw(result)` of a finished resource as PNG: 409 while it is queued or solving, 404 when it is
+    unknown, ended without a result, or `missing(result)` says why there is nothing to draw; an ETag lets a
+    client revalidate without a redraw."""
+    record = record_or_404(collection, resource_id)
+    if not record.status.final:
+        raise ApiProblem(
+            409,
+            f"the {collection.noun} is {record.status.value}; its {name} exists once it is done "
+            f"(poll {collection.location(record.id)})",
+        )
+    document = getattr(collection.model.of(record), collection.result)
+    if document is None:
+        why = f"it ended {record.status.value}" + (f" ({record.error})" if record.error else "")
+    else:
+        why = missing(document)
+    if why is not None:
+        raise ApiProblem(404, f"the {collection.noun} has no {name}: {why}")
+    etag = f"{record.id}-{name}-{record.finished_at.timestamp() if record.finished_at else 0:.6f}"
+    if request.if_none_match.contains(etag):
+        response = current_app.response_class(status=304)
+    else:
+        response = current_app.response_class(_cached(etag, lambda: render(draw, document)), mimetype=PNG)
+    response.set_etag(etag)
+    response.headers["Cache-Control"] = "private, no-cache"
+    return response
+
+
+def render(draw: Callable[[Any], bytes], document: Any) -> bytes:
+    """Draw one chart at a time, with math text off so that ids such as `$x$` are drawn as written."""
+    with _CHART_LOCK, matplotlib.rc_context(_CHART_RC):
+        return draw(document)
+
+
+def _cached(key: str, make: Callable[[], bytes]) -> bytes:
+    with _CHART_LOCK:
+        data = _chart_cache.get(key)
+        if data is not None:
+            _chart_cache.move_to_end(key)
+            return data
+    data = make()
+    with _CHART_LOCK:
+        _chart_cache[key] = data
+        while len(_chart_cache) > CHART_CACHE_SIZE:
+            _chart_cache.popitem(last=False)
+    return data
+
+
+def _canonical(document: Any) -> str:
+    return json.dumps(document, sort_keys=True, separators=(",", ":"))

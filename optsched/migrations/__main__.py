@@ -1,0 +1,3 @@
+from optsched.migrations import main
+
+main()

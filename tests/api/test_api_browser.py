@@ -1,0 +1,102 @@
+"""The viewer in a real headless browser: `optsched serve` as a subprocess, Debian's Chromium driven by selenium.
+
+Saves a screenshot of the plan page to bench/results/viewer.png. Skipped (saying how to install them) where
+/usr/bin/chromium or /usr/bin/chromedriver is missing; .ci/run installs both.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import requests
+
+from optsched.verify import verify
+from tests.api.test_api_server import DEMO, free_port, poll, server
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+SCREENSHOT = Path(__file__).resolve().parents[2] / "bench" / "results" / "viewer.png"
+TOKEN = "browser-test-token"
+CHROMIUM_FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
+    reason="needs Debian's headless Chromium: apt-get install chromium chromium-driver",
+)
+
+
+@pytest.fixture
+def browser(tmp_path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}", "--window-size=1440,1000"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER), log_output=str(tmp_path / "chromedriver.log")),
+                              options=options)
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+def console_errors(driver) -> list[dict]:
+    return [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def test_the_plan_pages_render_in_chromium_without_console_errors(tmp_path, browser):
+    from selenium.webdriver.common.by import By
+
+    data = json.loads(DEMO.read_text())
+    data["options"] = {**data.get("options", {}), "time_limit_s": 10}
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with server(tmp_path / "plans.db", tmp_path / "server.log", free_port(), token=TOKEN) as base:
+        response = requests.post(f"{base}/v1/plans", json=data, headers={**auth, "Prefer": "respond-async"}, timeout=10)
+        assert response.status_code == 202, response.text
+        final = poll(base, response.headers["Location"], timeout_s=60, headers=auth)
+        assert final["status"] in ("optimal", "time_limit"), final
+        assert verify(data, final["plan"]) == []
+        plan_id = final["id"]
+
+        browser.get(f"{base}/?token={TOKEN}")  # once per session: redirected without it, a cookie from now on
+        assert browser.current_url == f"{base}/"
+        link = browser.find_element(By.CSS_SELECTOR, f'#recent a[href="/plans/{plan_id}"]')
+        assert console_errors(browser) == []
+        link.click()
+        assert browser.current_url == f"{base}/plans/{plan_id}"
+
+        chart = browser.find_element(By.ID, "placement-chart")
+        width, height = browser.execute_script(
+            "const img = arguments[0]; return [img.complete ? img.naturalWidth : 0, img.naturalHeight];", chart
+        )
+        assert width >= 1000 and height >= 300, (width, height)
+        jobs = browser.find_elements(By.CSS_SELECTOR, "#jobs tbody tr")
+        assert [row.find_element(By.TAG_NAME, "td").text for row in jobs] == [
+            p["job"] for p in final["plan"]["placements"]
+        ]
+        assert browser.find_element(By.ID, "status").text == final["status"]
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#power tbody tr")) == 1 + len(
+            final["plan"]["budget_by_domain"]
+        )
+        assert console_errors(browser) == []
+
+        page_height = browser.execute_script("return document.documentElement.scrollHeight")
+        browser.set_window_size(1440, min(max(page_height + 120, 1000), 4000))
+        shot = tmp_path / "viewer.png"
+        assert browser.save_screenshot(str(shot))
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(shot, SCREENSHOT)

@@ -1,0 +1,137 @@
+"""Resource kinds in the store and the queue: plans, night plans and frontiers share one table and one pool."""
+
+from __future__ import annotations
+
+from sqlalchemy import create_engine, text
+
+from api.resources import COLLECTIONS
+from optsched.jobs import KINDS, ProcessPool, SolveTask, budget_s, solve_task
+from optsched.night_verify import verify_timeline
+from optsched.store import PlanState, PlanStore, ResourceKind, states_of
+from optsched.verify import verify
+from tests.api.helpers import night_queue, tiny_workload
+
+NIGHT = {"start": "2026-12-01T22:00:00", "hours": 8.0, "preempt": False, "restart_hours": 0.1}
+
+
+def test_every_kind_has_a_solver_and_an_api_collection():
+    assert set(KINDS) == set(ResourceKind)
+    assert set(COLLECTIONS) == set(ResourceKind)
+    for kind in ResourceKind:
+        assert {PlanState.queued, PlanState.cancelled, PlanState.failed, PlanState.no_solution} <= set(states_of(kind))
+
+
+def test_solve_task_runs_each_kind_through_the_python_api_and_the_results_verify():
+    data = tiny_workload()
+    outcome, (state, document) = solve_task(SolveTask(ResourceKind.plan, data))
+    assert (outcome, state) == ("result", "optimal")
+    assert verify(data, document) == []
+
+    queue = night_queue()
+    outcome, (state, document) = solve_task(SolveTask(ResourceKind.night, queue, NIGHT))
+    assert (outcome, state) == ("result", "met")
+    assert verify_timeline(queue, document) == []
+    assert document["start"] == "2026-12-01T22:00:00" and document["hours"] == 8.0
+
+    outcome, (state, document) = solve_task(SolveTask(ResourceKind.frontier, data, {"budgets": [450, 300, 600]}))
+    assert (outcome, state) == ("result", "done")
+    assert [p["budget_w"] for p in document["points"]] == [300, 450, 600]
+
+
+def test_solve_task_reports_invalid_input_and_failures_instead_of_raising():
+    queue = night_queue()
+    queue["power"] = {"budget_w": 1}  # below the fleet's idle draw
+    outcome, errors = solve_task(SolveTask(ResourceKind.night, queue, NIGHT))
+    assert outcome == "invalid"
+    assert [e["path"] for e in errors] == ["power.budget_w"]
+    outcome, message = solve_task(SolveTask(ResourceKind.night, queue, {"hours": 8}))  # start missing
+    assert outcome == "error" and "TypeError" in message
+
+
+def test_each_kind_is_killed_only_past_its_own_wall_time_bound(tmp_path):
+    store = PlanStore(f"sqlite:///{tmp_path}/plans.db")
+    data = tiny_workload(time_limit_s=3)
+    plan, _ = store.create(data)
+    night, _ = store.create(data, kind=ResourceKind.night, params=NIGHT)
+    default_night, _ = store.create({**data, "options": {}}, kind=ResourceKind.night, params=NIGHT)
+    swept, _ = store.create(data, kind=ResourceKind.frontier, params={"budgets": None})
+    given, _ = store.create(data, kind=ResourceKind.frontier, params={"budgets": [1, 2]})
+    assert budget_s(plan) == 3
+    assert budget_s(night) == 3 * (2 * 2 + 2)  # each job released and finished, start and end
+    assert budget_s(default_night) == 10 * 6  # plan_night's own per-event limit when the queue sets none
+    assert budget_s(swept) == 3 * (12 + 6 + 2)
+    assert budget_s(given) == 3 * (2 + 2)
+    store.close()
+
+
+def test_kinds_and_params_round_trip_and_lookups_filter_by_kind(tmp_path):
+    store = PlanStore(f"sqlite:///{tmp_path}/plans.db")
+    plan, _ = store.create({"name": "p"})
+    night, _ = store.create({"name": "n"}, kind=ResourceKind.night, params=NIGHT)
+    frontier, _ = store.create({"name": "f"}, kind=ResourceKind.frontier, params={"budgets": [1.5]})
+    assert store.get(night.id).params == NIGHT and store.get(night.id).kind == ResourceKind.night
+    assert store.get(night.id, kind=ResourceKind.night).workload == {"name": "n"}
+    assert store.get(night.id, kind=ResourceKind.plan) is None
+    assert store.get(plan.id, kind=ResourceKind.plan).params is None
+    assert [r.id for r in store.list(kind=ResourceKind.frontier)[0]] == [frontier.id]
+    assert [r.id for r in store.list()[0]] == [frontier.id, night.id, plan.id]
+    store.claim(frontier.id)
+    store.finish(frontier.id, 1, PlanState.done, plan={"knee_budget_w": 1.5, "saturation_w": 2.0})
+    headlines = {r.id: r.headline for r in store.list(headline=True)[0]}
+    assert headlines[frontier.id]["knee_budget_w"] == 1.5 and headlines[frontier.id]["name"] == "f"
+    assert headlines[plan.id]["objective"] is None
+    assert store.list()[0][0].headline is None
+    store.close()
+
+
+def test_a_store_made_before_kinds_existed_is_upgraded_in_place(tmp_path):
+    url = f"sqlite:///{tmp_path}/old.db"
+    engine = create_engine(url)
+    with engine.begin() as c:
+        c.execute(
+            text(
+                "CREATE TABLE plans (id VARCHAR(32) PRIMARY KEY, status VARCHAR(16) NOT NULL, workload JSON NOT NULL, "
+                "plan JSON, idempotency_key VARCHAR(255) UNIQUE, submitted_at DATETIME NOT NULL, "
+                "started_at DATETIME, finished_at DATETIME, error TEXT, attempts INTEGER NOT NULL)"
+            )
+        )
+        c.execute(
+            text(
+                "INSERT INTO plans (id, status, workload, submitted_at, attempts) "
+                "VALUES ('old', 'queued', '{\"name\": \"w\"}', '2026-11-01 00:00:00', 0)"
+            )
+        )
+    engine.dispose()
+    store = PlanStore(url)
+    old = store.get("old")
+    assert old.kind == ResourceKind.plan and old.params is None and old.workload == {"name": "w"}
+    night, _ = store.create({"name": "n"}, kind=ResourceKind.night, params=NIGHT)
+    assert store.get(night.id).params == NIGHT
+    assert [r.id for r in store.list(kind=ResourceKind.plan)[0]] == ["old"]
+    store.close()
+    PlanStore(url).close()  # a second open finds nothing to upgrade
+
+
+def test_the_pool_solves_every_kind_and_the_results_verify(tmp_path):
+    store = PlanStore(f"sqlite:///{tmp_path}/plans.db")
+    pool = ProcessPool(store, workers=1)
+    pool.start()
+    try:
+        data, queue = tiny_workload(), night_queue()
+        ids = {
+            ResourceKind.plan: store.create(data)[0].id,
+            ResourceKind.night: store.create(queue, kind=ResourceKind.night, params=NIGHT)[0].id,
+            ResourceKind.frontier: store.create(data, kind=ResourceKind.frontier, params={"budgets": [300, 600]})[0].id,
+        }
+        for plan_id in ids.values():
+            pool.submit(plan_id)
+        records = {kind: pool.wait(plan_id, 60) for kind, plan_id in ids.items()}
+    finally:
+        pool.stop()
+        store.close()
+    assert records[ResourceKind.plan].status == PlanState.optimal
+    assert verify(data, records[ResourceKind.plan].result) == []
+    assert records[ResourceKind.night].status == PlanState.met
+    assert verify_timeline(queue, records[ResourceKind.night].result) == []
+    assert records[ResourceKind.frontier].status == PlanState.done
+    assert len(records[ResourceKind.frontier].result["points"]) == 2

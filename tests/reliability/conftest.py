@@ -1,0 +1,60 @@
+"""Fixtures for the reliability tests: in-process apps on throwaway SQLite files, and real servers.
+
+The promises and their figures are in bench/results/reliability.md; docs/reliability.md says which test proves
+which promise.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+from flask import Flask
+
+from api import create_app, shutdown
+from bench.server import LiveServer
+
+TOKEN = "rel-token-5f0c2e9a8d7b4c1e"
+
+
+@pytest.fixture
+def make_app(tmp_path) -> Iterator[Callable[..., Flask]]:
+    """create_app on a fresh SQLite file (no solver processes unless asked); every app is shut down after."""
+    apps: list[Flask] = []
+
+    def make(**config: Any) -> Flask:
+        settings = {
+            "DATABASE_URL": f"sqlite:///{tmp_path}/app-{len(apps)}/plans.db",
+            "START_WORKERS": False,
+            "SYNC_WAIT_S": 0,
+            "API_TOKEN": None,
+            **config,
+        }
+        app = create_app(settings)
+        app.config["TESTING"] = True
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        shutdown(app)
+
+
+@pytest.fixture
+def live_server(tmp_path) -> Iterator[Callable[..., LiveServer]]:
+    """Real `optsched serve` processes (own process groups); every one is SIGKILLed after the test."""
+    servers: list[LiveServer] = []
+
+    def make(name: str = "server", **kwargs: Any) -> LiveServer:
+        server = LiveServer(database=tmp_path / f"{name}.db", log=tmp_path / f"{name}.log", **kwargs)
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.kill()
+
+
+def log_of(server: LiveServer) -> str:
+    return Path(server.log).read_text(errors="replace")

@@ -1,0 +1,250 @@
+"""Fixtures for the scale-out tests: a throwaway PostgreSQL database, a private RQ queue, real `optsched worker`s.
+
+Isolation: each test session creates its own database `optsched_test_<token>` (dropped at the end) and its own
+RQ queue name on Redis DB OPTSCHED_TEST_REDIS_DB (default 15); at the end it deletes only the keys it made (its
+queue's keys, its workers' registrations, the jobs of its rows). Tests that need the servers skip, saying so,
+only when nothing listens on 127.0.0.1:5432 / 6379; a server that listens but refuses us fails the test.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+PG_HOST, PG_PORT, REDIS_PORT = "127.0.0.1", 5432, 6379
+REDIS_DB = int(os.environ.get("OPTSCHED_TEST_REDIS_DB", "15"))
+OPTSCHED = Path(sys.executable).with_name("optsched")
+HOW_TO_START = "see docs/scale.md, 'Starting PostgreSQL and Redis'"
+# Short lease and grace in tests: a dead worker's row is requeued within about 3 s.
+LEASE_S, GRACE_S = 2.0, 2.0
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection((PG_HOST, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+def _admin_url() -> str:
+    """A psycopg URL of the `test` database as the first user that may create databases (root or postgres)."""
+    import psycopg
+
+    errors = []
+    for user in filter(None, (os.environ.get("OPTSCHED_TEST_PG_USER"), "postgres", "root")):
+        url = f"postgresql://{user}@{PG_HOST}:{PG_PORT}/test"
+        try:
+            with psycopg.connect(url, connect_timeout=3):
+                return url
+        except psycopg.OperationalError as exc:
+            errors.append(f"{user}: {exc}")
+    raise RuntimeError("PostgreSQL listens on 127.0.0.1:5432 but lets no test user in: " + "; ".join(errors))
+
+
+@pytest.fixture(scope="session")
+def token() -> str:
+    return uuid.uuid4().hex[:10]
+
+
+@pytest.fixture(scope="session")
+def pg_url(token) -> Iterator[str]:
+    """SQLAlchemy URL of a fresh database for this session, dropped afterwards."""
+    if not _listening(PG_PORT):
+        pytest.skip(f"no PostgreSQL on {PG_HOST}:{PG_PORT}: start it to run the scale-out tests ({HOW_TO_START})")
+    import psycopg
+
+    admin = _admin_url()
+    name = f"optsched_test_{token}"
+    with psycopg.connect(admin, autocommit=True) as c:
+        c.execute(f'CREATE DATABASE "{name}"')
+    user = admin.split("//", 1)[1].split("@", 1)[0]
+    yield f"postgresql+psycopg://{user}@{PG_HOST}:{PG_PORT}/{name}"
+    with psycopg.connect(admin, autocommit=True) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    if not _listening(REDIS_PORT):
+        pytest.skip(f"no Redis on {PG_HOST}:{REDIS_PORT}: start it to run the scale-out tests ({HOW_TO_START})")
+    return f"redis://{PG_HOST}:{REDIS_PORT}/{REDIS_DB}"
+
+
+@pytest.fixture(scope="session")
+def redis_cleanup(redis_url, token, pg_url) -> Iterator[list[str]]:
+    """Yields a list tests add their own queue names to; deletes every key of those queues and of the rows."""
+    from redis import Redis
+    from sqlalchemy import create_engine, text
+
+    queues: list[str] = [f"optsched-test-{token}"]
+    yield queues
+    r = Redis.from_url(redis_url)
+    engine = create_engine(pg_url)
+    try:
+        with engine.connect() as c:
+            ids = [row[0] for row in c.execute(text("SELECT id FROM plans"))]
+    except Exception:  # noqa: BLE001 - no table: no rows, no jobs
+        ids = []
+    engine.dispose()
+    for name in queues:
+        for member in r.smembers(f"rq:workers:{name}"):
+            r.srem("rq:workers", member)
+            r.delete(member)
+        r.srem("rq:queues", f"rq:queue:{name}")
+        for key in r.scan_iter(match=f"*{name}*", count=1000):
+            r.delete(key)
+    for plan_id in ids:
+        for key in r.scan_iter(match=f"*{plan_id}*", count=1000):
+            r.delete(key)
+    for key in r.scan_iter(match="rq:worker:*", count=1000):  # stopped or killed workers' expiring records
+        if any(name.encode() in (r.hget(key, "queues") or b"") for name in queues):
+            r.delete(key)
+    r.close()
+
+
+@pytest.fixture(scope="session")
+def queue_name(redis_cleanup) -> str:
+    return redis_cleanup[0]
+
+
+@pytest.fixture
+def private_queue(redis_cleanup, token) -> str:
+    """A queue name of this test's own, which the session's worker processes do not listen on."""
+    name = f"optsched-test-{token}-{uuid.uuid4().hex[:6]}"
+    redis_cleanup.append(name)
+    return name
+
+
+@pytest.fixture(scope="session")
+def worker_env(pg_url, redis_url, queue_name) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPTSCHED_")}
+    env.update(
+        OPTSCHED_DATABASE_URL=pg_url,
+        OPTSCHED_QUEUE_URL=redis_url,
+        OPTSCHED_QUEUE_NAME=queue_name,
+        OPTSCHED_LEASE_S=str(LEASE_S),
+        OPTSCHED_SOLVE_GRACE_S=str(GRACE_S),
+    )
+    return env
+
+
+def session_pids(sid: int) -> list[int]:
+    """Processes of the session `sid` (a worker pool started with start_new_session, its workers and horses)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[3]) == sid and fields[0] != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+@dataclass
+class Fleet:
+    """`optsched worker` subprocesses, each in its own session; every process of each is killed at the end."""
+
+    env: dict[str, str]
+    logs: Path
+    processes: list[subprocess.Popen] = field(default_factory=list)
+
+    def start(self, concurrency: int = 1) -> subprocess.Popen:
+        log = self.logs / f"worker-{len(self.processes)}.log"
+        with log.open("ab") as out:
+            process = subprocess.Popen(
+                [str(OPTSCHED), "worker", "--concurrency", str(concurrency)],
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        process.log = log  # type: ignore[attr-defined]
+        self.processes.append(process)
+        return process
+
+    def wait_listening(self, process: subprocess.Popen, workers: int = 1, timeout_s: float = 60) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            assert process.poll() is None, f"worker exited early:\n{process.log.read_text()}"
+            if process.log.read_text().count("*** Listening on") >= workers:
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"worker not listening after {timeout_s} s:\n{process.log.read_text()}")
+
+    def alive(self) -> list[subprocess.Popen]:
+        return [p for p in self.processes if p.poll() is None]
+
+    def kill(self, process: subprocess.Popen) -> None:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(10)
+
+    def stop_all(self) -> None:
+        for p in self.alive():
+            p.send_signal(signal.SIGTERM)
+        for p in self.processes:
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                os.kill(p.pid, signal.SIGKILL)
+                p.wait(5)
+            for pid in session_pids(p.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+@pytest.fixture(scope="session")
+def fleet(worker_env, tmp_path_factory) -> Iterator[Fleet]:
+    """Two one-process worker pools on the session's queue, started once (tests may kill one: `ensure_two`)."""
+    f = Fleet(worker_env, tmp_path_factory.mktemp("workers"))
+    try:
+        for _ in range(2):
+            f.start()
+        for p in f.processes:
+            f.wait_listening(p)
+        yield f
+    finally:
+        f.stop_all()
+
+
+@pytest.fixture
+def workers(fleet) -> Fleet:
+    """The session's fleet with two live pools (a pool a previous test killed is replaced)."""
+    while len(fleet.alive()) < 2:
+        fleet.wait_listening(fleet.start())
+    return fleet
+
+
+@pytest.fixture(scope="session")
+def rq_app(pg_url, redis_url, queue_name):
+    """The API on PostgreSQL with the RQ queue (the Flask test client talks to it; workers are subprocesses)."""
+    from api import create_app, shutdown
+
+    app = create_app(
+        {"DATABASE_URL": pg_url, "QUEUE_URL": redis_url, "QUEUE_NAME": queue_name, "SYNC_WAIT_S": 15,
+         "API_TOKEN": None, "SOLVE_GRACE_S": GRACE_S}
+    )
+    app.config["TESTING"] = True
+    yield app
+    shutdown(app)
+
+
+@pytest.fixture
+def rq_client(rq_app, workers):
+    return rq_app.test_client()

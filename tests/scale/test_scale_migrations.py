@@ -1,0 +1,115 @@
+"""The store's schema comes from Alembic migrations, on SQLite and PostgreSQL alike, and equals store.metadata."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine, inspect, text
+
+from optsched.migrations import alembic_config, current_revision, head_revision
+from optsched.store import PlanState, PlanStore, ResourceKind, metadata
+from tests.api.helpers import tiny_workload
+
+
+def schema_difference(engine) -> list:
+    """What Alembic's autogenerate would change to make the database match store.metadata ([] = identical)."""
+    with engine.connect() as c:
+        context = MigrationContext.configure(c, opts={"compare_type": True, "compare_server_default": True})
+        return compare_metadata(context, metadata)
+
+
+@pytest.fixture
+def pg_schema_url(pg_url):
+    """The session database with its own, fresh PostgreSQL schema first on the search path."""
+    schema = f"mig_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(pg_url)
+    with admin.begin() as c:
+        c.execute(text(f'CREATE SCHEMA "{schema}"'))
+    yield f"{pg_url}?options=-csearch_path%3D{schema}"
+    with admin.begin() as c:
+        c.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def fresh_url(request, tmp_path):
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/fresh.db"
+    return request.getfixturevalue("pg_schema_url")
+
+
+def test_a_new_database_is_migrated_to_exactly_the_tables_of_the_store(fresh_url):
+    store = PlanStore(fresh_url)
+    try:
+        assert schema_difference(store.engine) == []
+        with store.engine.connect() as c:
+            assert current_revision(c) == head_revision()
+        record, _ = store.create(tiny_workload(), "key-1")
+        assert store.claim(record.id).status == PlanState.solving
+        PlanStore(fresh_url).close()  # opening it again is a no-op upgrade
+        assert store.get(record.id).attempts == 1
+    finally:
+        store.close()
+
+
+def test_a_database_made_before_migrations_is_adopted_and_upgraded_keeping_its_rows(tmp_path):
+    url = f"sqlite:///{tmp_path}/old.db"
+    engine = create_engine(url)
+    with engine.begin() as c:  # what optsched 0.1 left: its `plans` table, no alembic_version
+        config = alembic_config(c)
+        command.upgrade(config, "0001")
+        c.execute(text("DROP TABLE alembic_version"))
+        c.execute(
+            text("INSERT INTO plans (id, status, workload, submitted_at, attempts) VALUES ('a', 'optimal', '{}', :t, 1)"),
+            {"t": datetime(2026, 11, 1, tzinfo=UTC).replace(tzinfo=None)},
+        )
+    engine.dispose()
+
+    store = PlanStore(url)
+    try:
+        old = store.get("a")
+        assert old.status == PlanState.optimal and old.kind == ResourceKind.plan and old.params is None
+        assert schema_difference(store.engine) == []
+        assert "alembic_version" in inspect(store.engine).get_table_names()
+    finally:
+        store.close()
+
+
+def test_processes_starting_together_on_a_new_postgresql_database_migrate_it_once(pg_schema_url):
+    errors: list[BaseException] = []
+
+    def open_store() -> None:
+        try:
+            PlanStore(pg_schema_url).close()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_store) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    engine = create_engine(pg_schema_url)
+    with engine.connect() as c:
+        assert c.execute(text("SELECT count(*) FROM alembic_version")).scalar() == 1
+    assert schema_difference(engine) == []
+    engine.dispose()
+
+
+def test_the_revisions_are_packaged_so_an_installed_wheel_migrates():
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    setuptools = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert {"optsched.migrations", "optsched.migrations.versions"} <= set(setuptools["packages"])
+    assert "script.py.mako" in setuptools["package-data"]["optsched.migrations"]
+    versions = root / "optsched" / "migrations" / "versions"
+    assert any(p.name.startswith(head_revision() + "_") for p in versions.glob("*.py"))
