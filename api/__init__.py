@@ -61,7 +61,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 
     store = PlanStore(settings["DATABASE_URL"])
     queue: SolveQueue
-    if settings["QUEUE_URL"]:  # scaled deployment: solves run on `optsched worker` machines (docs/scale.md)
+    if settings["QUEUE_URL"]:  # scaled deployment: solves run on `optsched worker` machines (README: Scaled deployment)
         from optsched.rq_queue import RQQueue
 
         queue = RQQueue(

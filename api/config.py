@@ -61,7 +61,7 @@ SETTINGS: dict[str, tuple[Any, Callable[[str], Any], str]] = {
     "SOLVE_GRACE_S": (5.0, _non_negative_float, "Seconds past its time limit after which a solve is killed."),
     "SOLVER_THREADS": (1, _positive_int, "HiGHS threads per solve."),
     "START_WORKERS": (True, _boolean, "Start the solver pool with the app (false: plans only queue)."),
-    # Scaled deployment (docs/scale.md): solves go to RQ workers (`optsched worker`) instead of the embedded pool.
+    # Scaled deployment (README: Scaled deployment): solves go to RQ workers (`optsched worker`) instead of the embedded pool.
     "QUEUE_URL": (None, _optional_text, "Redis URL: solve on RQ workers instead of the embedded pool."),
     "QUEUE_NAME": ("optsched", str, "RQ queue name (API, workers and batch must agree)."),
     "LEASE_S": (15.0, _positive_float, "RQ workers: seconds without word after which a solving row is requeued."),

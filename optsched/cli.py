@@ -101,7 +101,7 @@ def serve_command(
     ] = None,
     threads: Annotated[int, typer.Option(min=1, help="HTTP threads of the gunicorn worker.")] = 32,
 ) -> None:
-    """Run the REST service under gunicorn; configuration by OPTSCHED_* environment variables (see docs/rest.md)."""
+    """Run the REST service under gunicorn; configuration by OPTSCHED_* environment variables (see the README, REST service)."""
     from api.config import ConfigError
     from api.serve import serve
 
@@ -164,7 +164,7 @@ def night_command(
 
 
 
-# -- scaled deployment (docs/scale.md): RQ workers and batch fan-out -------------------------------------------
+# -- scaled deployment (README: Scaled deployment): RQ workers and batch fan-out -------------------------------------------
 
 
 @app.command("worker")
