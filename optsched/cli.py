@@ -43,18 +43,10 @@ def plan_command(
     from optsched.planner import plan
 
     source = sys.stdin.read() if str(workload) == "-" else workload
-    try:
-        result = plan(source, time_limit_s=time_limit, mip_gap=gap)
-    except InvalidWorkload as exc:
-        _print_invalid(exc)
-        raise typer.Exit(EXIT_INVALID)
-    document = json.dumps(result.model_dump(mode="json"), indent=2)
-    if output is not None:
-        _write_atomically(output, document + "\n")
+    result = _valid_or_exit(plan, source, time_limit_s=time_limit, mip_gap=gap)
+    _emit_json(result, output, echo=not table)
     if table:
         print_plan_table(result, Console(width=None if sys.stdout.isatty() else 160))
-    elif output is None:
-        typer.echo(document)
     for reason in result.diagnosis:
         stderr.print("[bold red]infeasible:[/]", escape(reason), highlight=False)
     for change in result.suggestions:
@@ -75,16 +67,8 @@ def frontier_command(
     """The power-speedup frontier of WORKLOAD: exit 0 with a curve, 1 when there is none, 2 for invalid input."""
     from optsched.frontier import frontier, plot_frontier
 
-    try:
-        result = frontier(workload, time_limit_s=time_limit, mip_gap=gap)
-    except InvalidWorkload as exc:
-        _print_invalid(exc)
-        raise typer.Exit(EXIT_INVALID)
-    document = json.dumps(result.model_dump(mode="json"), indent=2)
-    if output is not None:
-        _write_atomically(output, document + "\n")
-    else:
-        typer.echo(document)
+    result = _valid_or_exit(frontier, workload, time_limit_s=time_limit, mip_gap=gap)
+    _emit_json(result, output)
     if png is not None and result.points:
         plot_frontier(result, png)
     if result.reason:
@@ -274,6 +258,24 @@ def batch_command(
     if not wait:
         raise typer.Exit(EXIT_PLAN)
     raise typer.Exit(EXIT_PLAN if result.complete and result.all_feasible else EXIT_NO_PLAN)
+
+def _valid_or_exit(run, *args, **kwargs):
+    """Call the Python API; invalid input ends the command with every problem on stderr and exit code 2."""
+    try:
+        return run(*args, **kwargs)
+    except InvalidWorkload as exc:
+        _print_invalid(exc)
+        raise typer.Exit(EXIT_INVALID)
+
+
+def _emit_json(result, output: Path | None, echo: bool = True) -> None:
+    """The result as JSON: written atomically to `output`, else on stdout (unless `echo` is off)."""
+    document = json.dumps(result.model_dump(mode="json"), indent=2)
+    if output is not None:
+        _write_atomically(output, document + "\n")
+    elif echo:
+        typer.echo(document)
+
 
 def _print_invalid(exc: InvalidWorkload) -> None:
     stderr.print(f"[bold red]invalid workload[/] ({len(exc.errors)} problem(s)):", highlight=False)
