@@ -1,12 +1,13 @@
 """The viewer in a real headless browser: `optsched serve` as a subprocess, Debian's Chromium driven by selenium.
 
-Saves a screenshot of the plan page to bench/results/viewer.png. Skipped (saying how to install them) where
+Saves a screenshot of the plan page (to bench/results/viewer.png with OPTSCHED_SAVE_SCREENSHOT=1). Skipped (saying how to install them) where
 /usr/bin/chromium or /usr/bin/chromedriver is missing; .ci/run installs both.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -98,5 +99,8 @@ def test_the_plan_pages_render_in_chromium_without_console_errors(tmp_path, brow
         browser.set_window_size(1440, min(max(page_height + 120, 1000), 4000))
         shot = tmp_path / "viewer.png"
         assert browser.save_screenshot(str(shot))
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(shot, SCREENSHOT)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if os.environ.get("OPTSCHED_SAVE_SCREENSHOT") == "1":
+        # Refresh the committed screenshot only on request, so a test run leaves the work tree clean.
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, SCREENSHOT)
