@@ -126,27 +126,32 @@ def section_fuzz(examples: int = 300, stateful: int = 150) -> dict[str, Any]:
                     except (Exception, BaseExceptionGroup) as exc:  # noqa: BLE001
                         failures.append(f"stateful {case.operation.label}: {type(exc).__name__}: {str(exc)[:300]}")
 
-            from hypothesis import HealthCheck, settings
+            from hypothesis import HealthCheck, Phase, settings
+            from hypothesis.errors import FlakyStrategyDefinition
 
-            Workflow.run(
-                settings=settings(
-                    max_examples=stateful, stateful_step_count=8, deadline=None,
-                    suppress_health_check=list(HealthCheck), database=None,
-                )
-            )
-            # What became of the valid workloads the fuzzer submitted (solved by real workers meanwhile).
+            # The server's state persists between sequences (listings grow), which hypothesis may call a flaky
+            # strategy: run in chunks and go on when it does.
+            flaky = 0
+            for chunk in range(0, stateful, 25):
+                try:
+                    Workflow.run(
+                        settings=settings(
+                            max_examples=min(25, stateful - chunk), stateful_step_count=8, deadline=None,
+                            suppress_health_check=list(HealthCheck), database=None, phases=[Phase.generate],
+                        )
+                    )
+                except FlakyStrategyDefinition:
+                    flaky += 1
+            # What became of the valid documents the fuzzer submitted (solved by the real workers meanwhile).
             time.sleep(5)
             plans = Counter()
-            cursor = None
-            while True:
-                params = {"limit": 100, **({"cursor": cursor} if cursor else {})}
-                page = requests.get(f"{base}/v1/plans", params=params, headers=auth, timeout=30).json()
-                plans.update(item["status"] for item in page["items"])
-                failed = [item for item in page["items"] if item["status"] == "failed"]
-                failures.extend(f"plan {item['id']} failed: {item['error']}" for item in failed)
-                cursor = page["next_cursor"]
-                if cursor is None:
-                    break
+            with sqlite3.connect(server.database) as db:
+                for kind, status, error, n in db.execute(
+                    "SELECT kind, status, error, COUNT(*) FROM plans GROUP BY kind, status, error"
+                ):
+                    plans[f"{kind} {status}"] += n
+                    if status == "failed":
+                        failures.append(f"{n} {kind} failed: {error}")
             log = server.log.read_text(errors="replace")
     return {
         "requests": sum(statuses.values()) + sum(steps.values()),
@@ -154,6 +159,7 @@ def section_fuzz(examples: int = 300, stateful: int = 150) -> dict[str, Any]:
         "stateful_requests": sum(steps.values()),
         "examples_per_operation_and_mode": examples,
         "stateful_examples": stateful,
+        "stateful_chunks_cut_short_by_server_state": flaky,
         "operations": dict(by_operation),
         "no_negative_cases_possible": unsatisfiable,
         "statuses": {str(k): v for k, v in sorted(statuses.items())},
@@ -700,7 +706,7 @@ def _md_limits(f: dict[str, Any]) -> list[str]:
              f"{f['variables_2000400']['status']} in {f['variables_2000400']['ms']} ms: \"{f['variables_2000400']['message']}\""),
             (f"4,000,000 wrong items in `jobs` ({flood['body_mb']} MB)",
              f"{flood['status']} in {flood['ms']} ms listing {flood['errors_listed']} problem; /healthz right after: {flood['healthz_ms_right_after']} ms"),
-            ("the same kind of document with 1,000,000 items, validated without the guard (in process)",
+            ("1,000,000 wrong items validated by pydantic alone, no guard (in process; 14 s before problems were capped at 100)",
              f"{f['validating_1m_wrong_items_without_the_guard_s']} s, {f['errors_listed_for_1m_wrong_items']} entries listed"),
             ("40 concurrent POSTs, queue bound 16, no solver running",
              f"{f['queue_16_40_concurrent']['statuses']}, Retry-After {', '.join(f['queue_16_40_concurrent']['retry_after'])} s, "
@@ -772,6 +778,12 @@ def _md_load(f: dict[str, Any]) -> list[str]:
             ],
             ("figure", *(f"{r.get('mix', 'full')} mix" for r in runs)),
         ),
+        "Every request got its expected answer. The latency of a small synchronous plan is almost all time in the "
+        "FIFO solve queue: 32 clients in a closed loop share 2 solver processes, so by Little's law a plan waits "
+        "for those ahead of it (2-s demo solves in the full mix); the solve itself is the `solving` row. The "
+        "queue never reached its bound (64), so no 503 was needed. /healthz stays fast throughout, including "
+        "while every solver process is busy.",
+        "",
     ]
 
 
@@ -783,8 +795,8 @@ def _md_memory(f: dict[str, Any]) -> list[str]:
                 label,
                 run["solves"],
                 run["solver_processes"],
-                f"{run['rss_after_first_solve_mb']['min']}-{run['rss_after_first_solve_mb']['max']}",
-                f"{run['rss_peak_per_process_mb']['median']} / {run['rss_peak_per_process_mb']['max']}",
+                f"{run['rss_peak_per_process_mb']['min']} / {run['rss_peak_per_process_mb']['median']} / "
+                f"{run['rss_peak_per_process_mb']['max']}",
                 f"{run['http_process_rss_mb']['before']} -> {run['http_process_rss_mb']['after']}",
                 ", ".join(f"{k}: {v}" for k, v in run["statuses"].items()),
             )
@@ -796,7 +808,7 @@ def _md_memory(f: dict[str, Any]) -> list[str]:
         "",
         *_table(
             rows,
-            ("solver process", "solves", "processes", "RSS after 1st solve MiB", "peak RSS median / max MiB",
+            ("solver process", "solves", "solver processes", "peak RSS per process min / median / max MiB",
              "HTTP process RSS MiB", "statuses"),
         ),
         f"Solver RSS (MiB) after N solves, recycled: {timeline(f['with_recycling'])}.",
