@@ -6,7 +6,7 @@ from flask import current_app, request
 from flask_openapi3 import APIBlueprint, Tag
 
 from api.errors import problem_doc
-from api.guards import V1_SECURITY, require_json_body, require_token
+from api.guards import UNAUTHORIZED, V1_SECURITY, require_json_body, require_token
 from api.resources import (
     FRONTIERS,
     accepted,
@@ -33,7 +33,6 @@ bp = APIBlueprint(
 bp.before_request(require_token)
 bp.before_request(require_json_body)
 
-UNAUTHORIZED = "Missing or wrong bearer token (only when OPTSCHED_API_TOKEN is set)."
 
 
 @bp.post(

@@ -14,6 +14,7 @@ from optsched.limits import check_document
 
 # Documented on every /v1 operation; the empty alternative says the token is optional unless configured.
 V1_SECURITY: list[dict[str, list[str]]] = [{"bearerAuth": []}, {}]
+UNAUTHORIZED = "Missing or wrong bearer token (only when OPTSCHED_API_TOKEN is set)."
 BEARER_SCHEME = {"bearerAuth": {"type": "http", "scheme": "bearer", "description": "OPTSCHED_API_TOKEN, when set."}}
 
 

@@ -10,7 +10,7 @@ from flask import current_app, request
 from flask_openapi3 import APIBlueprint, Tag
 
 from api.errors import IDEMPOTENCY_KEY_REUSED, ApiProblem, problem_doc
-from api.guards import V1_SECURITY, require_json_body, require_token
+from api.guards import UNAUTHORIZED, V1_SECURITY, require_json_body, require_token
 from api.schemas import ListQuery, PlanList, PlanPath, PlanResource, PlanSummary, SubmitHeaders
 from api.services import services
 from optsched.limits import check_variables
@@ -29,7 +29,6 @@ bp.before_request(require_json_body)
 
 LOCATION = {"Location": {"description": "URL of the plan resource.", "schema": {"type": "string"}}}
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}}
-UNAUTHORIZED = "Missing or wrong bearer token (only when OPTSCHED_API_TOKEN is set)."
 NOT_FOUND = "No plan with this id."
 
 

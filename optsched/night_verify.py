@@ -35,6 +35,7 @@ from optsched.verify import (
     find_level,
     ineligibility,
     job_weight,
+    read_plan_document,
 )
 from optsched.workload import (
     HARD_PRIORITIES,
@@ -451,14 +452,7 @@ def load_night_plan(plan: NightPlan | Mapping[str, Any] | str | Path) -> NightPl
                 raise InvalidPlan([FieldError("", f"cannot read the night plan in {folder}: {exc}")]) from None
             plan = document
     if isinstance(plan, (str, Path)):
-        text = str(plan)
-        try:
-            raw = text if isinstance(plan, str) and text.lstrip().startswith("{") else Path(plan).read_text("utf-8")
-            plan = json.loads(raw)
-        except OSError as exc:
-            raise InvalidPlan([FieldError("", f"cannot read {text}: {exc.strerror}")]) from None
-        except ValueError as exc:
-            raise InvalidPlan([FieldError("", f"not valid JSON: {exc}")]) from None
+        plan = read_plan_document(plan)
     try:
         return NightPlan.model_validate(plan)
     except ValidationError as exc:

@@ -366,21 +366,14 @@ class PlanStore:
         """solving -> a final state, for the claim `attempt` only; False if cancelled or claimed again since."""
         if not state.final:
             raise ValueError(f"finish needs a final state, not {state}")
-        with self.engine.begin() as c:
-            return bool(
-                c.execute(
-                    update(plans)
-                    .where(
-                        plans.c.id == plan_id,
-                        plans.c.status == PlanState.solving.value,
-                        plans.c.attempts == attempt,
-                    )
-                    .values(status=state.value, plan=plan, error=error, finished_at=_now())
-                ).rowcount
-            )
+        return self._update_claim(plan_id, attempt, status=state.value, plan=plan, error=error, finished_at=_now())
 
     def requeue(self, plan_id: str, attempt: int) -> bool:
         """solving -> queued for the claim `attempt` (its worker stopped before answering)."""
+        return self._update_claim(plan_id, attempt, status=PlanState.queued.value, started_at=None)
+
+    def _update_claim(self, plan_id: str, attempt: int, **values: Any) -> bool:
+        """One transaction that changes a row only while it is still solving under the claim `attempt`."""
         with self.engine.begin() as c:
             return bool(
                 c.execute(
@@ -390,7 +383,7 @@ class PlanStore:
                         plans.c.status == PlanState.solving.value,
                         plans.c.attempts == attempt,
                     )
-                    .values(status=PlanState.queued.value, started_at=None)
+                    .values(**values)
                 ).rowcount
             )
 

@@ -570,19 +570,24 @@ CHECKS: tuple[Callable[[_Ctx], list[str]], ...] = (
 # --------------------------------------------------------------------------------------------
 
 
+def read_plan_document(source: str | Path) -> Any:
+    """The parsed JSON of a plan given as JSON text or as a file path; InvalidPlan says what could not be read."""
+    text = str(source)
+    try:
+        raw = text if isinstance(source, str) and text.lstrip().startswith("{") else Path(source).read_text("utf-8")
+        return json.loads(raw)
+    except OSError as exc:
+        raise InvalidPlan([FieldError("", f"cannot read {text}: {exc.strerror}")]) from None
+    except ValueError as exc:
+        raise InvalidPlan([FieldError("", f"not valid JSON: {exc}")]) from None
+
+
 def load_plan(plan: Plan | Mapping[str, Any] | str | Path) -> Plan:
     """A Plan from an object, a dict, a JSON string or a JSON file path; InvalidPlan lists every bad field."""
     if isinstance(plan, Plan):
         return plan
     if isinstance(plan, (str, Path)):
-        text = str(plan)
-        try:
-            raw = text if isinstance(plan, str) and text.lstrip().startswith("{") else Path(plan).read_text("utf-8")
-            plan = json.loads(raw)
-        except OSError as exc:
-            raise InvalidPlan([FieldError("", f"cannot read {text}: {exc.strerror}")]) from None
-        except ValueError as exc:
-            raise InvalidPlan([FieldError("", f"not valid JSON: {exc}")]) from None
+        plan = read_plan_document(plan)
     try:
         return Plan.model_validate(plan)
     except ValidationError as exc:
