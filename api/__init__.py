@@ -13,12 +13,12 @@ from flask import Flask, redirect
 from flask_openapi3 import Info, OpenAPI
 
 from api import frontiers, health, night_plans, plans, verify, viewer
-from api.config import load_settings
+from optsched.service.settings import load_settings
 from api.errors import Problem, register_error_handlers, validation_problem
 from api.guards import BEARER_SCHEME, ApiRequest, StrictJSONProvider
 from api.services import EXTENSION, Services, services
-from optsched.jobs import ProcessPool, SolveQueue
-from optsched.store import PlanStore
+from optsched.infra.pool import ProcessPool, SolveQueue
+from optsched.infra.store import PlanStore
 
 __all__ = ["create_app", "shutdown", "services"]
 
@@ -62,7 +62,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     store = PlanStore(settings["DATABASE_URL"])
     queue: SolveQueue
     if settings["QUEUE_URL"]:  # scaled deployment: solves run on `optsched worker` machines (README: Scaled deployment)
-        from optsched.rq_queue import RQQueue
+        from optsched.infra.rq import RQQueue
 
         queue = RQQueue(
             store,

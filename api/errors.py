@@ -10,10 +10,10 @@ from pydantic import BaseModel, Field, ValidationError
 from werkzeug.exceptions import HTTPException
 from werkzeug.http import HTTP_STATUS_CODES
 
-from optsched.errors import FieldError, InvalidPlan, InvalidWorkload
-from optsched.jobs import QueueFull
-from optsched.store import InvalidCursor
-from optsched.workload import field_errors
+from optsched.schema.errors import FieldError, InvalidPlan, InvalidWorkload
+from optsched.infra.pool import QueueFull
+from optsched.infra.store import InvalidCursor
+from optsched.schema.workload import field_errors
 
 PROBLEM_JSON = "application/problem+json"
 # Problem types: about:blank where the status says it all, a URN where the client can act on the kind.

@@ -20,8 +20,8 @@ from api.resources import (
     submit,
 )
 from api.schemas import AsyncSubmitHeaders, FrontierPath, FrontierRequest, FrontierResource
-from optsched.frontier import Frontier, plot_frontier
-from optsched.limits import check_variables
+from optsched.explain.frontier import Frontier, plot_frontier
+from optsched.schema.limits import check_variables
 
 bp = APIBlueprint(
     "frontiers",

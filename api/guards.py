@@ -10,7 +10,7 @@ from flask import Request, current_app, request
 from flask.json.provider import DefaultJSONProvider
 
 from api.errors import ApiProblem
-from optsched.limits import check_document
+from optsched.schema.limits import check_document
 
 # Documented on every /v1 operation; the empty alternative says the token is optional unless configured.
 V1_SECURITY: list[dict[str, list[str]]] = [{"bearerAuth": []}, {}]

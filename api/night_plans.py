@@ -21,8 +21,8 @@ from api.resources import (
 )
 from api.schemas import AsyncSubmitHeaders, NightPlanPath, NightPlanRequest, NightPlanResource
 from optsched.charts import gantt_png, power_png
-from optsched.errors import FieldError, InvalidWorkload
-from optsched.limits import check_variables
+from optsched.schema.errors import FieldError, InvalidWorkload
+from optsched.schema.limits import check_variables
 from optsched.night import validate_night
 
 bp = APIBlueprint(

@@ -13,9 +13,9 @@ from api.errors import IDEMPOTENCY_KEY_REUSED, ApiProblem, problem_doc
 from api.guards import UNAUTHORIZED, V1_SECURITY, require_json_body, require_token
 from api.schemas import ListQuery, PlanList, PlanPath, PlanResource, PlanSummary, SubmitHeaders
 from api.services import services
-from optsched.limits import check_variables
-from optsched.store import PlanRecord, PlanState, ResourceKind
-from optsched.workload import Workload
+from optsched.schema.limits import check_variables
+from optsched.infra.store import PlanRecord, PlanState, ResourceKind
+from optsched.schema.workload import Workload
 
 bp = APIBlueprint(
     "plans",

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from api.errors import IDEMPOTENCY_KEY_REUSED, ApiProblem, problem_doc
 from api.schemas import FrontierResource, NightPlanResource, PlanResource
 from api.services import services
-from optsched.store import PlanRecord, ResourceKind
+from optsched.infra.store import PlanRecord, ResourceKind
 
 PNG = "image/png"
 # Charts are drawn one at a time: some use pyplot, whose state is global; none parses `$...$` in user text.

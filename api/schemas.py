@@ -8,11 +8,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from optsched.frontier import Frontier
+from optsched.explain.frontier import Frontier
 from optsched.night import NightPlan
-from optsched.plan import Plan
-from optsched.store import PlanRecord, ResourceKind, states_of
-from optsched.workload import Workload
+from optsched.schema.plan import Plan
+from optsched.infra.store import PlanRecord, ResourceKind, states_of
+from optsched.schema.workload import Workload
 
 
 def _state_enum(name: str, kind: ResourceKind) -> type[StrEnum]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
-from api.config import load_settings
+from optsched.service.settings import load_settings
 
 # One line per request: client, request line, status, bytes, latency in milliseconds.
 ACCESS_LOG_FORMAT = '%(h)s "%(r)s" %(s)s %(B)sB %(M)sms'

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from flask import Flask, current_app
 
-from optsched.jobs import SolveQueue
-from optsched.store import PlanStore
+from optsched.infra.pool import SolveQueue
+from optsched.infra.store import PlanStore
 
 EXTENSION = "optsched"
 

@@ -7,7 +7,7 @@ from flask_openapi3 import APIBlueprint, Tag
 from api.errors import problem_doc
 from api.guards import V1_SECURITY, require_json_body, require_token
 from api.schemas import VerifyRequest, VerifyResult
-from optsched.verify import verify
+from optsched.verify.placement import verify
 
 bp = APIBlueprint(
     "verify",

@@ -21,8 +21,8 @@ from api.guards import bearer_matches
 from api.resources import FRONTIERS, NIGHT_PLANS, PLANS, Collection, chart_response
 from api.services import services
 from optsched.charts import gantt_png, placement_png, power_png
-from optsched.frontier import plot_frontier
-from optsched.store import InvalidCursor, PlanRecord, ResourceKind
+from optsched.explain.frontier import plot_frontier
+from optsched.infra.store import InvalidCursor, PlanRecord, ResourceKind
 
 bp = Blueprint("viewer", __name__, template_folder="templates")
 

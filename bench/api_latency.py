@@ -31,7 +31,7 @@ from pathlib import Path
 import requests
 
 import optsched
-from optsched.store import FINAL_STATES
+from optsched.infra.store import FINAL_STATES
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ROOT / "models" / "workloads"

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from optsched.baselines import edf, fifo
 from optsched.night import NightPlan, plan_night
-from optsched.night_verify import verify_timeline
-from optsched.workload import HARD_PRIORITIES, Priority
+from optsched.verify.timeline import verify_timeline
+from optsched.schema.workload import HARD_PRIORITIES, Priority
 
 QUEUE = Path("models/workloads/night-queue.json")
 START = "2026-12-01T22:00"

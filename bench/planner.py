@@ -21,11 +21,11 @@ from importlib.metadata import version
 from pathlib import Path
 
 import optsched
-from bench.instances import SIZES, generate
+from optsched.testing.instances import SIZES, generate
 from optsched.baselines import BASELINES
 from optsched.baselines.placement import lp_relaxation
-from optsched.data import ModelData
-from optsched.verify import verify
+from optsched.model.data import ModelData
+from optsched.verify.placement import verify
 
 TARGET_GAP = 0.01
 TIME_LIMITS = {"S": 30.0, "M": 30.0, "L": 30.0, "XL": 60.0}
@@ -96,7 +96,7 @@ def anatomy(size: str, seed: int = 0) -> dict[str, float]:
     """Seconds per phase of one solve, for both backends, plus the raw hand-off of the finished matrix."""
     import highspy
 
-    from optsched.model import build_model
+    from optsched.model.constraints import build_model
 
     raw = generate(size, seed).model_dump(mode="json")
     for backend in ("highs", "pyomo"):  # warm up: imports and first-use caches are not part of a solve

@@ -61,7 +61,7 @@ def _hypothesis(strategy, examples: int, body: Callable[[Any], None]) -> None:
 
 
 def _server(folder: Path, name: str, **kwargs) -> Any:
-    from bench.server import LiveServer
+    from optsched.testing.server import LiveServer
 
     return LiveServer(database=folder / f"{name}.db", log=folder / f"{name}.log", **kwargs)
 
@@ -75,7 +75,7 @@ def section_fuzz(examples: int = 300, stateful: int = 150) -> dict[str, Any]:
     from schemathesis import GenerationMode
     from schemathesis.config import SchemathesisConfig
 
-    from tests.reliability.test_fuzz_api import CHECKS, SPEC
+    from api.testing import CHECKS, SPEC
 
     schema = schemathesis.openapi.from_dict(SPEC, config=SchemathesisConfig.from_dict({"generation": {"mode": "all"}}))
     auth = {"Authorization": f"Bearer {TOKEN}"}
@@ -175,8 +175,8 @@ def section_fuzz(examples: int = 300, stateful: int = 150) -> dict[str, Any]:
 def section_mutate(examples: int = 2000) -> dict[str, Any]:
     """The hypothesis mutations of tests/reliability/test_bad_input.py, `examples` of them, counted by kind."""
     from api import create_app, shutdown
-    from tests.reliability.interfaces import check_everywhere
-    from tests.reliability.mutations import mutants
+    from optsched.testing.interfaces import check_everywhere
+    from optsched.testing.mutations import mutants
 
     outcomes: Counter = Counter()
     failures: list[str] = []
@@ -215,9 +215,9 @@ def section_mutate(examples: int = 2000) -> dict[str, Any]:
 
 
 def section_feasible(examples: int = 1000) -> dict[str, Any]:
-    from optsched.plan import Status
-    from tests.factories import tiny_workloads
-    from tests.reliability.feasibility import check_plan_and_baselines
+    from optsched.schema.plan import Status
+    from optsched.testing.factories import tiny_workloads
+    from optsched.testing.feasibility import check_plan_and_baselines
 
     statuses: Counter = Counter()
     compared: Counter = Counter()
@@ -264,10 +264,10 @@ def section_limits(repeats: int = 3) -> dict[str, Any]:
 
     from api import create_app, services, shutdown
     from api.services import EXTENSION, Services
-    from bench.instances import generate
-    from optsched.jobs import ProcessPool
-    from optsched.workload import Workload, field_errors
-    from tests.reliability import solvers
+    from optsched.testing.instances import generate
+    from optsched.infra.pool import ProcessPool
+    from optsched.schema.workload import Workload, field_errors
+    from optsched.testing import solvers
 
     out: dict[str, Any] = {}
     tiny = json.loads((WORKLOADS / "tiny.json").read_text())
@@ -397,7 +397,7 @@ def _poll_client(client, location: str, timeout_s: float = 120) -> dict:
 
 
 def section_crash(runs: int = 3, workloads: int = 100, kills: int = 10) -> dict[str, Any]:
-    from tests.reliability.crash import run_crash_scenario
+    from optsched.testing.crash import run_crash_scenario
 
     reports = []
     with tempfile.TemporaryDirectory() as folder:
@@ -447,7 +447,7 @@ def section_memory(solves: int = 2000) -> dict[str, Any]:
 
 def _memory_workload(i: int) -> dict[str, Any]:
     """Consecutive solves of three sizes: tiny.json, a 20-job instance (S), and every 25th a 200-job one (M)."""
-    from bench.instances import generate
+    from optsched.testing.instances import generate
 
     if i % 25 == 24:
         return generate("M", i, options={"time_limit_s": 2.0}).model_dump(mode="json", exclude_defaults=True)
@@ -459,7 +459,7 @@ def _memory_workload(i: int) -> dict[str, Any]:
 
 
 def _memory_run(solves: int, max_solves_per_worker: int) -> dict[str, Any]:
-    from bench.server import rss_mb
+    from optsched.testing.server import rss_mb
 
     env = {"OPTSCHED_MAX_SOLVES_PER_WORKER": str(max_solves_per_worker), "OPTSCHED_SYNC_WAIT_S": "30"}
     lives: dict[int, dict[str, float]] = {}  # solver pid -> first/last/max RSS
@@ -510,7 +510,7 @@ def _memory_run(solves: int, max_solves_per_worker: int) -> dict[str, Any]:
 
 def section_access(ids: int = 10_000) -> dict[str, Any]:
     from api import create_app, shutdown
-    from tests.reliability.test_access import GOOD, PUBLIC_PREFIXES, WRONG, protected_routes, url_for_rule
+    from api.testing import GOOD, PUBLIC_PREFIXES, WRONG, protected_routes, url_for_rule
 
     tiny = json.loads((WORKLOADS / "tiny.json").read_text())
     out: dict[str, Any] = {}

@@ -1,7 +1,7 @@
 """Throughput of the scaled deployment on this machine: plans per minute with 1, 2 and 4 RQ workers, and the same
 through the embedded process pool; writes bench/results/scale.md.
 
-The mix: SMALL generated workloads (`bench.instances.generate("S", seed)`: 20 jobs, 4 device groups, tens of
+The mix: SMALL generated workloads (`optsched.testing.instances.generate("S", seed)`: 20 jobs, 4 device groups, tens of
 milliseconds to solve) and MEDIUM shipped ones (models/workloads/demo.json and night-queue.json planned as
 workloads: 15-61 jobs, seconds to solve), interleaved in a fixed order. Each configuration gets a fresh store and
 warm workers (one small plan per worker solved before the clock starts); then every row is created and submitted
@@ -39,10 +39,10 @@ from pathlib import Path
 import psycopg
 from redis import Redis
 
-from bench.instances import generate
-from optsched.jobs import ProcessPool, SolveQueue
-from optsched.rq_queue import RQQueue
-from optsched.store import PlanState, PlanStore
+from optsched.testing.instances import generate
+from optsched.infra.pool import ProcessPool, SolveQueue
+from optsched.infra.rq import RQQueue
+from optsched.infra.store import PlanState, PlanStore
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "scale.md"

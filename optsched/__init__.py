@@ -1,13 +1,13 @@
 """optsched: place jobs on heterogeneous accelerators under power budgets and deadlines (MILP, Pyomo + HiGHS)."""
 
-from optsched.errors import FieldError, InvalidPlan, InvalidWorkload, OptschedError
-from optsched.frontier import Frontier, FrontierPoint, frontier
+from optsched.schema.errors import FieldError, InvalidPlan, InvalidWorkload, OptschedError
+from optsched.explain.frontier import Frontier, FrontierPoint, frontier
 from optsched.night import NightPlan, plan_night
-from optsched.objectives import OBJECTIVES
-from optsched.plan import Allocation, DeviceUse, Placement, Plan, Status
-from optsched.planner import plan
-from optsched.verify import verify
-from optsched.workload import DeviceGroup, Job, Options, Power, PowerLevel, Priority, Workload
+from optsched.model.objectives import OBJECTIVES
+from optsched.schema.plan import Allocation, DeviceUse, Placement, Plan, Status
+from optsched.solve.planner import plan
+from optsched.verify.placement import verify
+from optsched.schema.workload import DeviceGroup, Job, Options, Power, PowerLevel, Priority, Workload
 
 __all__ = [
     "OBJECTIVES",

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import io
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from optsched.night.schema import NightPlan
-from optsched.plan import Plan
+from optsched.schema.night import NightPlan
+from optsched.schema.plan import Plan
+from optsched.schema.workload import Priority
+
+if TYPE_CHECKING:
+    from optsched.queueing.schema import StudyResult
 
 DPI = 100
 WIDTH_IN = 14.0
@@ -291,3 +296,42 @@ def _fitting(width_percent: float, *labels: str) -> str | None:
     """The first label whose longest line fits in a bar `width_percent` wide, or None."""
     room = width_percent * CHARS_PER_PERCENT
     return next((label for label in labels if max(len(line) for line in label.split("\n")) <= room), None)
+
+
+def queueing_front_png(result: StudyResult) -> bytes:
+    """Mean power (kW) against the high-priority class's mean response (h) along a queueing study's Pareto front,
+    each point labelled with its caps; the chosen caps starred, the high-priority target dashed."""
+    from matplotlib.lines import Line2D
+
+    fig = Figure(figsize=(9.0, 5.5), dpi=DPI)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    points = result.front
+    names = [c.name for c in result.classes]
+    ax.plot([p.mean_power_w / 1000 for p in points], [p.high_priority_response_hours for p in points],
+            marker="o", color="tab:blue", label="Pareto front (analytic)")
+    for p in points:
+        label = "/".join(f"{p.caps[n]:g}" for n in names)
+        ax.annotate(label, (p.mean_power_w / 1000, p.high_priority_response_hours), textcoords="offset points",
+                    xytext=(4, 4), fontsize=7, color="tab:green" if p.meets_targets else "grey")
+    first = min((c.priority for c in result.classes), key=list(Priority).index)  # the level served first
+    top = [c for c in result.classes if c.priority == first]
+    if result.stable and result.mean_power_w is not None and all(c.mean_response_hours is not None for c in top):
+        rate = sum(c.arrival_rate_per_hour for c in top)
+        chosen = sum(c.arrival_rate_per_hour * (c.mean_response_hours or 0.0) for c in top) / rate
+        ax.scatter([result.mean_power_w / 1000], [chosen], marker="*", s=220, color="tab:orange", zorder=3,
+                   label=f"chosen ({result.method.value})")
+    targets = {c.target_response_hours for c in top if c.target_response_hours is not None}
+    if len(targets) == 1:
+        ax.axhline(targets.pop(), color="tab:red", linestyle="--", linewidth=1.0, label="high-priority target")
+    ax.set_xlabel("mean power (kW)")
+    ax.set_ylabel(f"mean response of {', '.join(c.name for c in top)} (h)")
+    ax.set_title(f"{result.study}: power against high-priority response ({result.discipline.value}, "
+                 f"{result.servers} servers of {result.devices_per_job} x {result.device_model})", fontsize=10)
+    ax.grid(alpha=0.3)
+    handles, _ = ax.get_legend_handles_labels()
+    handles.append(Line2D([], [], linestyle="", label="labels: caps (W) " + "/".join(names)))
+    ax.legend(handles=handles, loc="upper right", fontsize="small")
+    fig.tight_layout()
+    return _png(fig)
+

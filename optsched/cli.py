@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from optsched.errors import InvalidWorkload
-from optsched.plan import Plan
+from optsched.schema.errors import InvalidWorkload
+from optsched.schema.plan import Plan
 
 app = typer.Typer(
     add_completion=False,
@@ -40,7 +40,7 @@ def plan_command(
     table: Annotated[bool, typer.Option("--table", help="Print a readable table instead of JSON.")] = False,
 ) -> None:
     """Plan WORKLOAD; exit 0 for a plan, 1 for infeasible/no_solution, 2 for invalid input."""
-    from optsched.planner import plan
+    from optsched.solve.planner import plan
 
     source = sys.stdin.read() if str(workload) == "-" else workload
     result = _valid_or_exit(plan, source, time_limit_s=time_limit, mip_gap=gap)
@@ -65,7 +65,7 @@ def frontier_command(
     gap: Annotated[Optional[float], typer.Option("--gap", min=0.0, max=1.0, help="Relative MIP gap per point.")] = None,
 ) -> None:
     """The power-speedup frontier of WORKLOAD: exit 0 with a curve, 1 when there is none, 2 for invalid input."""
-    from optsched.frontier import frontier, plot_frontier
+    from optsched.explain.frontier import frontier, plot_frontier
 
     result = _valid_or_exit(frontier, workload, time_limit_s=time_limit, mip_gap=gap)
     _emit_json(result, output)
@@ -86,7 +86,7 @@ def serve_command(
     threads: Annotated[int, typer.Option(min=1, help="HTTP threads of the gunicorn worker.")] = 32,
 ) -> None:
     """Run the REST service under gunicorn; configuration by OPTSCHED_* environment variables (see the README, REST service)."""
-    from api.config import ConfigError
+    from optsched.service.settings import ConfigError
     from api.serve import serve
 
     try:
@@ -113,7 +113,7 @@ def night_command(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from optsched.night import plan_night
-    from optsched.night.files import write_night_outputs
+    from optsched.service.outputs import write_night_outputs
 
     started = time.monotonic()
     columns = (TextColumn("planning the night"), BarColumn(), MofNCompleteColumn(), TextColumn("jobs done, at +{task.fields[t]:.2f} h"), TimeElapsedColumn())
@@ -162,9 +162,9 @@ def worker_command(
     import logging
     import os
 
-    from api.config import ConfigError, load_settings
-    from optsched.rq_queue import configure, redacted, run_workers
-    from optsched.store import PlanStore
+    from optsched.service.settings import ConfigError, load_settings
+    from optsched.infra.rq import configure, redacted, run_workers
+    from optsched.infra.store import PlanStore
 
     try:
         settings = load_settings()
@@ -202,8 +202,8 @@ def batch_command(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from sqlalchemy.exc import OperationalError
 
-    from api.config import ConfigError, load_settings
-    from optsched.batch import InvalidBatch, open_backend, read_inputs, run_batch
+    from optsched.service.settings import ConfigError, load_settings
+    from optsched.service.batch import InvalidBatch, open_backend, read_inputs, run_batch
 
     unreachable = (RedisError, OperationalError)
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import optsched
-from optsched.verify import verify
+from optsched.verify.placement import verify
 
 settings.register_profile(
     "default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from optsched.workload import PRIORITY_WEIGHT, Priority, Workload
+from optsched.schema.workload import PRIORITY_WEIGHT, Priority, Workload
 
 Assignment = dict[str, dict[tuple[str, float], int]]  # job id -> {(group id, cap_w): devices}
 

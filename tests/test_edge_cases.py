@@ -6,7 +6,7 @@ import pytest
 
 from optsched import Status, Workload
 from tests.conftest import plan_checked
-from tests.factories import device, job, workload
+from optsched.testing.factories import device, job, workload
 
 
 def test_p_zero_uses_one_device_at_the_fastest_speed():
@@ -131,7 +131,7 @@ def test_model_never_mutates_input():
 
 
 def test_demo_workload_plans_optimally_and_budget_binds():
-    from optsched.catalog_lookup import sample_workload_path
+    from optsched.schema.catalog import sample_workload_path
 
     with sample_workload_path("demo").open() as f:
         result = plan_checked(f.read())

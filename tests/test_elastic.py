@@ -7,9 +7,9 @@ from hypothesis import given
 
 import optsched
 from optsched import Status, Workload
-from optsched.elastic import apply_suggestions, suggest_changes
+from optsched.explain.suggestions import apply_suggestions, suggest_changes
 from tests.conftest import plan_checked
-from tests.factories import device, job, tiny_workloads, workload
+from optsched.testing.factories import device, job, tiny_workloads, workload
 
 
 def fleet(**power):

@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 import optsched
 from optsched.cli import app
-from optsched.frontier import frontier
-from tests.factories import device, job, workload
+from optsched.explain.frontier import frontier
+from optsched.testing.factories import device, job, workload
 
 
 def small():

@@ -6,7 +6,7 @@ from hypothesis import given
 
 from optsched import Status
 from tests.conftest import plan_checked
-from tests.factories import tiny_workloads
+from optsched.testing.factories import tiny_workloads
 
 
 @given(tiny_workloads(max_jobs=8, max_groups=3, max_count=8))

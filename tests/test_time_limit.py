@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from bench.instances import generate
+from optsched.testing.instances import generate
 from optsched import Status
 from tests.conftest import plan_checked
 

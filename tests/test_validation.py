@@ -7,7 +7,7 @@ import json
 import pytest
 
 from optsched import InvalidWorkload, Workload
-from tests.factories import device, job, workload
+from optsched.testing.factories import device, job, workload
 
 
 def problems(data) -> dict[str, str]:

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from optsched.errors import InvalidPlan
-from optsched.plan import Allocation, DeviceUse, Placement, Plan, Status
-from optsched.verify import amdahl_speedup, eligible, evaluate, verify
-from optsched.workload import Workload
+from optsched.schema.errors import InvalidPlan
+from optsched.schema.plan import Allocation, DeviceUse, Placement, Plan, Status
+from optsched.verify.placement import amdahl_speedup, eligible, evaluate, verify
+from optsched.schema.workload import Workload
 
 try:
     from tests.oracle import brute_force

@@ -20,8 +20,8 @@ from typing import Any
 from optsched.night.engine import Decision, ProgressCallback, View, simulate
 from optsched.night.fleet import TIME_TOL, Use, Uses
 from optsched.night.milp import night_warnings, validate_night
-from optsched.night.schema import NightPlan
-from optsched.workload import Workload
+from optsched.schema.night import NightPlan
+from optsched.schema.workload import Workload
 
 Source = Workload | Mapping[str, Any] | str | Path
 

@@ -14,13 +14,13 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from optsched.amdahl import speedup
-from optsched.assemble import DEADLINE_RTOL, Counts, empty_plan, extract
-from optsched.data import ModelData, Option
-from optsched.model import budgets, groups_in
-from optsched.objectives import OBJECTIVES
-from optsched.plan import Plan, Status
-from optsched.workload import Workload, workload_warnings
+from optsched.model.amdahl import speedup
+from optsched.solve.extract import DEADLINE_RTOL, Counts, empty_plan, extract
+from optsched.model.data import ModelData, Option
+from optsched.model.constraints import budgets, groups_in
+from optsched.model.objectives import OBJECTIVES
+from optsched.schema.plan import Plan, Status
+from optsched.schema.workload import Workload, workload_warnings
 
 @dataclass
 class Fleet:
@@ -271,8 +271,8 @@ class _JobState:
 
 def lp_relaxation(data: ModelData, deadline: float) -> tuple[dict[tuple[int, int, int], float] | None, float | None]:
     """(fractional n, LP bound on the objective) of the relaxation with tightened tangent cuts; (None, None) if none."""
-    from optsched.model import build_model
-    from optsched.planner import primary_bound, tighten_relaxation
+    from optsched.model.constraints import build_model
+    from optsched.solve.planner import primary_bound, tighten_relaxation
 
     b = build_model(data)
     result = tighten_relaxation(b, data, deadline, threads=None)

@@ -2,7 +2,7 @@
 
 from optsched.night.engine import Decision, Policy, Progress, View, simulate
 from optsched.night.milp import MilpPolicy, plan_night, validate_night
-from optsched.night.schema import (
+from optsched.schema.night import (
     JobTimeline,
     NightEvent,
     NightPlan,

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from optsched.night.fleet import TIME_TOL, Fleet, Uses
 from optsched.night.reasons import JobRecord, miss_reason, never_ran_reason
-from optsched.night.schema import (
+from optsched.schema.night import (
     JobTimeline,
     NightEvent,
     NightPlan,
@@ -24,7 +24,7 @@ from optsched.night.schema import (
     SegmentAllocation,
 )
 from optsched.night.summary import summarize
-from optsched.workload import Workload
+from optsched.schema.workload import Workload
 
 # A job counts as meeting its deadline when finish <= deadline * (1 + DEADLINE_RTOL) (as in the core planner).
 DEADLINE_RTOL = 1e-6

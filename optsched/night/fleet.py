@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from optsched.amdahl import speedup
-from optsched.data import eligible
-from optsched.workload import Job, Workload
+from optsched.model.amdahl import speedup
+from optsched.model.data import eligible
+from optsched.schema.workload import Job, Workload
 
 # Hours: instants closer than this are the same instant.
 TIME_TOL = 1e-9

@@ -27,12 +27,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from optsched.errors import FieldError, InvalidWorkload
+from optsched.schema.errors import FieldError, InvalidWorkload
 from optsched.night.engine import Decision, ProgressCallback, Running, View, simulate
 from optsched.night.fleet import TIME_TOL, Fleet, Use, Uses
-from optsched.night.schema import NightPlan
-from optsched.plan import FEASIBLE_STATUSES, Plan, Status
-from optsched.workload import (
+from optsched.schema.night import NightPlan
+from optsched.schema.plan import FEASIBLE_STATUSES, Plan, Status
+from optsched.schema.workload import (
     PRIORITY_WEIGHT,
     Job,
     Options,
@@ -370,7 +370,7 @@ class MilpPolicy:
         return None
 
     def _solve(self, view: View, entries: list[_Entry], must: list[int]) -> _Outcome:
-        from optsched.planner import plan
+        from optsched.solve.planner import plan
 
         derived = _Derived(view, sorted(entries, key=lambda e: e.job), set(must))
         hook = derived.lookahead_hook
@@ -553,9 +553,9 @@ class _Derived:
 
     def direct_solve(self, time_limit_s: float, mip_gap: float, threads: int) -> _Outcome:
         """The derived model with its lookahead rows solved once as a MILP (modelled speedups, no cut refinement)."""
-        from optsched.data import ModelData
-        from optsched.model import build_model
-        from optsched.solver import Outcome
+        from optsched.model.data import ModelData
+        from optsched.model.constraints import build_model
+        from optsched.solve.highs import Outcome
 
         data = ModelData(self.workload(time_limit_s, mip_gap))
         builder = build_model(data, extra_functionality=self.lookahead_hook)

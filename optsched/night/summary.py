@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from optsched.night.schema import (
+from optsched.schema.night import (
     CriticalPath,
     DeviceUtilisation,
     JobTimeline,
@@ -13,7 +13,7 @@ from optsched.night.schema import (
     NightSummary,
     PriorityCounts,
 )
-from optsched.workload import HARD_PRIORITIES, PRIORITY_WEIGHT, Priority, Workload
+from optsched.schema.workload import HARD_PRIORITIES, PRIORITY_WEIGHT, Priority, Workload
 
 
 def summarize(

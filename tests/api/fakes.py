@@ -6,7 +6,7 @@ import os
 import time
 from typing import Any
 
-from optsched.jobs import SolveTask
+from optsched.infra.pool import SolveTask
 
 
 def sleep_forever(task: SolveTask) -> tuple[str, Any]:

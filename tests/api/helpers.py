@@ -6,9 +6,9 @@ import json
 import time
 from typing import Any
 
-from optsched.catalog_lookup import sample_workload_path
-from optsched.verify import verify
-from tests.factories import device, job, workload
+from optsched.schema.catalog import sample_workload_path
+from optsched.verify.placement import verify
+from optsched.testing.factories import device, job, workload
 
 
 def tiny_workload(name: str = "t", **options: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from optsched.verify import verify
+from optsched.verify.placement import verify
 from tests.api.test_api_server import DEMO, free_port, poll, server
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -8,7 +8,7 @@ import pytest
 
 from api import services
 from tests.api.helpers import tiny_workload
-from tests.factories import device, job, workload
+from optsched.testing.factories import device, job, workload
 
 PROBLEM_KEYS = {"type", "title", "status", "detail", "errors"}
 

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import update
 
-from optsched.jobs import ProcessPool, QueueFull
-from optsched.store import MAX_ATTEMPTS, PlanState, PlanStore, plans
-from optsched.verify import verify
+from optsched.infra.pool import ProcessPool, QueueFull
+from optsched.infra.store import MAX_ATTEMPTS, PlanState, PlanStore, plans
+from optsched.verify.placement import verify
 from tests.api import fakes
 from tests.api.helpers import tiny_workload
 

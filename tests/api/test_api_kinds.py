@@ -5,10 +5,10 @@ from __future__ import annotations
 from sqlalchemy import create_engine, text
 
 from api.resources import COLLECTIONS
-from optsched.jobs import KINDS, ProcessPool, SolveTask, budget_s, solve_task
-from optsched.night_verify import verify_timeline
-from optsched.store import PlanState, PlanStore, ResourceKind, states_of
-from optsched.verify import verify
+from optsched.infra.pool import KINDS, ProcessPool, SolveTask, budget_s, solve_task
+from optsched.verify.timeline import verify_timeline
+from optsched.infra.store import PlanState, PlanStore, ResourceKind, states_of
+from optsched.verify.placement import verify
 from tests.api.helpers import night_queue, tiny_workload
 
 NIGHT = {"start": "2026-12-01T22:00:00", "hours": 8.0, "preempt": False, "restart_hours": 0.1}

@@ -15,8 +15,8 @@ from typing import Iterator
 
 import requests
 
-from optsched.store import FINAL_STATES
-from optsched.verify import verify
+from optsched.infra.store import FINAL_STATES
+from optsched.verify.placement import verify
 from tests.api.helpers import slow_workload
 
 OPTSCHED = Path(sys.executable).with_name("optsched")

@@ -10,11 +10,11 @@ from markupsafe import escape
 
 import optsched
 from api import services
-from optsched.night_verify import verify_timeline
-from optsched.store import PlanState, ResourceKind, state_of
+from optsched.verify.timeline import verify_timeline
+from optsched.infra.store import PlanState, ResourceKind, state_of
 from tests.api.helpers import night_queue, tiny_workload
 from tests.conftest import plan_checked
-from tests.factories import device, job, workload
+from optsched.testing.factories import device, job, workload
 from tests.test_elastic import fleet
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -8,7 +8,7 @@ import pytest
 
 from optsched.baselines import edf, fifo
 from optsched.night import NightPlan, plan_night
-from optsched.night_verify import verify_timeline
+from optsched.verify.timeline import verify_timeline
 
 START = datetime(2026, 12, 1, 22, 0)
 POLICIES = {"planner": plan_night, "fifo": fifo, "edf": edf}

@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from optsched.cli import app
-from optsched.night import files
-from optsched.night_verify import verify_timeline
+from optsched.service import outputs as files
+from optsched.verify.timeline import verify_timeline
 from tests.night.test_night_exact import hand_queue, preemption_queue
 
 runner = CliRunner()

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from optsched.night import NightPlan, NightStatus, plan_night
-from tests.factories import device, job, workload
+from optsched.testing.factories import device, job, workload
 from tests.night.conftest import START, night_checked
 
 

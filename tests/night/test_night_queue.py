@@ -5,8 +5,8 @@ The planner on the whole queue takes several seconds; bench/night.py measures it
 
 from __future__ import annotations
 
-from optsched.catalog_lookup import sample_workload_path
-from optsched.workload import Priority, Workload
+from optsched.schema.catalog import sample_workload_path
+from optsched.schema.workload import Priority, Workload
 from tests.night.conftest import night_checked
 
 QUEUE = Workload.load(str(sample_workload_path("night-queue")))

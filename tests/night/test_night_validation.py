@@ -7,7 +7,7 @@ import pytest
 import optsched
 from optsched import InvalidWorkload, Workload
 from optsched.night import plan_night
-from tests.factories import device, job, workload
+from optsched.testing.factories import device, job, workload
 from tests.night.conftest import START
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from optsched.night_verify import load_night_plan, verify_timeline
+from optsched.verify.timeline import load_night_plan, verify_timeline
 from tests.night.conftest import night_checked
 from tests.night.test_night_exact import hand_queue
 
@@ -65,7 +65,7 @@ def test_a_wrong_report_is_caught():
 
 
 def test_the_verifier_reads_an_output_directory(tmp_path):
-    from optsched.night.files import write_night_outputs
+    from optsched.service.outputs import write_night_outputs
 
     plan = night_checked(hand_queue())
     write_night_outputs(plan, tmp_path / "out")

@@ -13,9 +13,8 @@ import pytest
 from flask import Flask
 
 from api import create_app, shutdown
-from bench.server import LiveServer
+from optsched.testing.server import LiveServer
 
-TOKEN = "rel-token-5f0c2e9a8d7b4c1e"
 
 
 @pytest.fixture

@@ -16,37 +16,7 @@ import requests
 
 from api import services
 from tests.api.helpers import tiny_workload
-from tests.reliability.conftest import TOKEN
-
-# Routes anyone may call: liveness/readiness probes, the API description, and static assets.
-PUBLIC_PREFIXES = ("/healthz", "/readyz", "/openapi.json", "/docs", "/static/")
-METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
-WRONG = {
-    "none": {},
-    "wrong": {"Authorization": "Bearer not-the-token"},
-    "longer": {"Authorization": f"Bearer {TOKEN}x"},
-    "basic": {"Authorization": f"Basic {TOKEN}"},
-    "no scheme": {"Authorization": TOKEN},
-}
-GOOD = {"Authorization": f"Bearer {TOKEN}"}
-SECRET_NAME = "confidential-workload-4711"
-
-
-def protected_routes(app) -> list[tuple[str, str, str]]:
-    """(method, URL, rule) for every route not in PUBLIC_PREFIXES, with `plan_id` for every id argument."""
-    routes = []
-    for rule in app.url_map.iter_rules():
-        if str(rule).startswith(PUBLIC_PREFIXES):
-            continue
-        for method in sorted(rule.methods & set(METHODS)):
-            routes.append((method, str(rule), rule.endpoint))
-    return routes
-
-
-def url_for_rule(app, endpoint: str, resource_id: str) -> str:
-    rule = next(r for r in app.url_map.iter_rules() if r.endpoint == endpoint)
-    return app.url_map.bind("localhost").build(endpoint, {arg: resource_id for arg in rule.arguments})
-
+from api.testing import GOOD, SECRET_NAME, TOKEN, WRONG, protected_routes, url_for_rule
 
 @pytest.fixture
 def guarded(make_app):

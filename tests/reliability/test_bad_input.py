@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 
 from api import create_app, shutdown
-from tests.reliability.interfaces import TRACEBACK, check_everywhere
-from tests.reliability.mutations import MUTATIONS, Mutant, mutants
+from optsched.testing.interfaces import TRACEBACK, check_everywhere
+from optsched.testing.mutations import MUTATIONS, mutants
 
 EXAMPLES = int(os.environ.get("OPTSCHED_MUTATION_EXAMPLES", "200"))
 OPTSCHED = Path(sys.executable).with_name("optsched")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from tests.reliability.crash import run_crash_scenario
+from optsched.testing.crash import run_crash_scenario
 
 KILLS = int(os.environ.get("OPTSCHED_CRASH_KILLS", "4"))
 

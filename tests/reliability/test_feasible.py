@@ -16,8 +16,8 @@ import os
 from hypothesis import HealthCheck, event, given, settings
 
 from optsched.baselines import BASELINES
-from tests.factories import tiny_workloads
-from tests.reliability.feasibility import check_plan_and_baselines
+from optsched.testing.factories import tiny_workloads
+from optsched.testing.feasibility import check_plan_and_baselines
 
 EXAMPLES = int(os.environ.get("OPTSCHED_FEASIBLE_EXAMPLES", "200"))
 

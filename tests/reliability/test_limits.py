@@ -12,16 +12,16 @@ from datetime import datetime
 import pytest
 
 from api import services
-from api.config import ConfigError, load_settings
+from optsched.service.settings import ConfigError, load_settings
 from api.services import EXTENSION, Services
-from bench.instances import generate
-from optsched.jobs import ProcessPool
-from optsched.limits import MAX_DEPTH, MAX_ITEMS, placement_variables
-from optsched.verify import verify
-from optsched.workload import Workload
+from optsched.testing.instances import generate
+from optsched.infra.pool import ProcessPool
+from optsched.schema.limits import MAX_DEPTH, MAX_ITEMS, placement_variables
+from optsched.verify.placement import verify
+from optsched.schema.workload import Workload
 from tests.api.helpers import tiny_workload
-from tests.factories import device, job, workload
-from tests.reliability import solvers
+from optsched.testing.factories import device, job, workload
+from optsched.testing import solvers
 
 GRACE_S = 1.0
 # Process start, the pool's polling and a loaded 2-core machine: a solve may end this much past its deadline.

@@ -15,8 +15,8 @@ import time
 import requests
 
 from api import services
-from bench.server import rss_mb
-from bench.instances import generate
+from optsched.testing.server import rss_mb
+from optsched.testing.instances import generate
 from tests.api.helpers import tiny_workload
 from tests.reliability.conftest import log_of
 

@@ -12,8 +12,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 
-from optsched.migrations import alembic_config, current_revision, head_revision
-from optsched.store import PlanState, PlanStore, ResourceKind, metadata
+from optsched.infra.migrations import alembic_config, current_revision, head_revision
+from optsched.infra.store import PlanState, PlanStore, ResourceKind, metadata
 from tests.api.helpers import tiny_workload
 
 
@@ -109,7 +109,7 @@ def test_the_revisions_are_packaged_so_an_installed_wheel_migrates():
 
     root = Path(__file__).resolve().parents[2]
     setuptools = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert {"optsched.migrations", "optsched.migrations.versions"} <= set(setuptools["packages"])
-    assert "script.py.mako" in setuptools["package-data"]["optsched.migrations"]
-    versions = root / "optsched" / "migrations" / "versions"
+    assert {"optsched.infra.migrations", "optsched.infra.migrations.versions"} <= set(setuptools["packages"])
+    assert "script.py.mako" in setuptools["package-data"]["optsched.infra.migrations"]
+    versions = root / "optsched" / "infra" / "migrations" / "versions"
     assert any(p.name.startswith(head_revision() + "_") for p in versions.glob("*.py"))

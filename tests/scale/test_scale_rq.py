@@ -13,11 +13,11 @@ from rq.serializers import JSONSerializer
 from sqlalchemy import update
 
 from api import services
-from bench.instances import generate
-from optsched import rq_queue
-from optsched.jobs import ProcessPool
-from optsched.rq_queue import RQQueue, job_id, sweep
-from optsched.store import MAX_ATTEMPTS, PlanState, PlanStore, plans
+from optsched.testing.instances import generate
+from optsched.infra import rq as rq_queue
+from optsched.infra.pool import ProcessPool
+from optsched.infra.rq import RQQueue, job_id, sweep
+from optsched.infra.store import MAX_ATTEMPTS, PlanState, PlanStore, plans
 from tests.api import fakes
 from tests.api.helpers import assert_verified, poll, tiny_workload
 from tests.scale.conftest import LEASE_S, session_pids

@@ -1,0 +1,3 @@
+from optsched.infra.migrations import main
+
+main()

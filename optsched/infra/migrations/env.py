@@ -1,0 +1,34 @@
+"""Alembic's environment: migrate the connection `optsched.migrations.upgrade` passes in, or the configured URL."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import create_engine
+
+from optsched.infra.store import metadata
+
+config = context.config
+
+
+def _run(connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        compare_type=True,
+        render_as_batch=connection.dialect.name == "sqlite",  # SQLite alters tables by copying them
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+if context.is_offline_mode():
+    context.configure(url=config.get_main_option("sqlalchemy.url"), target_metadata=metadata, literal_binds=True)
+    with context.begin_transaction():
+        context.run_migrations()
+elif config.attributes.get("connection") is not None:
+    _run(config.attributes["connection"])
+else:
+    engine = create_engine(config.get_main_option("sqlalchemy.url"))
+    with engine.begin() as connection:
+        _run(connection)
+    engine.dispose()

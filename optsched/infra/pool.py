@@ -1,0 +1,606 @@
+"""The solve queue: plans go in by id, a bounded pool of worker processes solves them, results go to the store.
+
+A queued row is a resource of one kind (optsched.store.ResourceKind): a plan, a night plan or a frontier. The
+queue itself only sees ids; a worker turns a claimed row into a `SolveTask` and `solve_task` runs the kind's
+Python API (`KINDS`: optsched.plan, optsched.plan_night, optsched.frontier, the same calls the CLI makes).
+
+`SolveQueue` is the interface the service (and later batch commands) program against; `ProcessPool` is the
+in-server implementation. A dispatcher thread owns the worker processes: it claims queued plans in the store,
+sends each workload over a pipe to an idle worker, writes the answer back in one transaction, kills a worker
+whose solve overruns its time limit plus a grace period (recorded `no_solution`) or whose plan is cancelled,
+and replaces every worker after `max_solves_per_worker` solves (HiGHS does not give all memory back).
+Only the dispatcher writes solve results, so a worker process never touches the database.
+"""
+
+from __future__ import annotations
+
+import abc
+import atexit
+import collections
+import logging
+import math
+import multiprocessing
+import os
+import signal
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from multiprocessing.connection import Connection
+from multiprocessing.connection import wait as wait_for_connections
+from typing import Any, Callable
+
+from optsched.schema.errors import InvalidWorkload, OptschedError
+from optsched.infra.store import MAX_ATTEMPTS, PlanRecord, PlanState, PlanStore, ResourceKind, state_of
+
+log = logging.getLogger(__name__)
+
+# The dispatcher looks for plans nobody owns (left by a process that died) this often, in seconds.
+SWEEP_INTERVAL_S = 15.0
+# A claim older than its time limit + grace + this slack, and not ours, belongs to a process that died.
+STALE_CLAIM_SLACK_S = 60.0
+# Seconds a freshly started worker may take to import the planner before it is replaced.
+WORKER_START_TIMEOUT_S = 60.0
+
+
+
+@dataclass(frozen=True)
+class SolveTask:
+    """What a worker needs to solve one row: its kind, input document, keyword arguments and HiGHS threads."""
+
+    kind: ResourceKind
+    workload: dict[str, Any]
+    params: dict[str, Any] = field(default_factory=dict)
+    threads: int | None = None
+
+    @classmethod
+    def of(cls, record: PlanRecord, threads: int | None) -> SolveTask:
+        return cls(kind=record.kind, workload=record.workload or {}, params=dict(record.params or {}), threads=threads)
+
+
+# A solve function runs in a worker process: ("result", (state, document)), ("invalid", field errors) or
+# ("error", message). `solve_task` is the real one; tests pass stand-ins.
+SolveFunction = Callable[[SolveTask], tuple[str, Any]]
+
+
+class QueueFull(OptschedError):
+    """The solve queue holds as many plans as it may; retry after `retry_after_s` seconds."""
+
+    def __init__(self, size: int, retry_after_s: int):
+        self.size = size
+        self.retry_after_s = retry_after_s
+        super().__init__(f"the solve queue is full ({size} plans waiting); retry in {retry_after_s} s")
+
+
+class SolveQueue(abc.ABC):
+    """What the service needs from a solve queue; implementations differ in where the solves run."""
+
+    def __init__(self, store: PlanStore):
+        self.store = store
+
+    @abc.abstractmethod
+    def start(self) -> None:
+        """Start solving, first requeueing the plans a previous run left queued or solving."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Stop solving; plans in flight go back to queued so the next start solves them."""
+
+    @abc.abstractmethod
+    def submit(self, plan_id: str) -> None:
+        """Queue a stored, queued plan; raises QueueFull when the queue is at its bound."""
+
+    @abc.abstractmethod
+    def cancel(self, plan_id: str) -> PlanRecord | None:
+        """Mark a queued or solving plan cancelled and stop its solve; the record as it now is (None: unknown)."""
+
+    @abc.abstractmethod
+    def depth(self) -> int:
+        """Plans waiting for a worker."""
+
+    def healthy(self) -> bool:
+        """Whether solves are being taken from the queue."""
+        return True
+
+    def wait(self, plan_id: str, timeout_s: float) -> PlanRecord | None:
+        """The record once final or after `timeout_s`, whichever comes first (this default polls the store)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            record = self.store.get(plan_id)
+            remaining = deadline - time.monotonic()
+            if record is None or record.status.final or remaining <= 0:
+                return record
+            time.sleep(min(0.05, remaining))
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How a resource kind is solved: `solve` calls its Python API and returns (final state, result document);
+    `budget_s(workload, params)` bounds its wall time, after which (plus the grace period) the solve is killed."""
+
+    solve: Callable[[SolveTask], tuple[PlanState, dict[str, Any]]]
+    budget_s: Callable[[dict[str, Any], dict[str, Any]], float]
+
+
+def _solve_plan(task: SolveTask) -> tuple[PlanState, dict[str, Any]]:
+    from optsched.solve.planner import plan
+
+    result = plan(task.workload, threads=task.threads)
+    return state_of(result.status), result.model_dump(mode="json")
+
+
+def _solve_night(task: SolveTask) -> tuple[PlanState, dict[str, Any]]:
+    from optsched.night import plan_night
+
+    result = plan_night(task.workload, **task.params)
+    return state_of(result.status), result.model_dump(mode="json", by_alias=True)
+
+
+def _solve_frontier(task: SolveTask) -> tuple[PlanState, dict[str, Any]]:
+    from optsched.explain.frontier import frontier
+
+    result = frontier(task.workload, **task.params)
+    return (PlanState.done if result.points else PlanState.infeasible), result.model_dump(mode="json")
+
+
+def _plan_budget_s(workload: dict[str, Any], params: dict[str, Any]) -> float:
+    """One solve: the workload's own time limit (what the planner uses)."""
+    return _time_limit_s(workload)
+
+
+def _night_budget_s(workload: dict[str, Any], params: dict[str, Any]) -> float:
+    """One event solve's time limit per event the night can have: each job released and finished, each power
+    window starting and ending, the start and the end."""
+    from optsched.night.milp import NIGHT_TIME_LIMIT_S
+
+    options, power = workload.get("options"), workload.get("power")
+    given = isinstance(options, dict) and "time_limit_s" in options
+    per_event = _time_limit_s(workload) if given else NIGHT_TIME_LIMIT_S
+    windows = (power.get("windows") or []) if isinstance(power, dict) else []
+    return per_event * (2 * len(workload.get("jobs") or []) + 2 * len(windows) + 2)
+
+
+def _frontier_budget_s(workload: dict[str, Any], params: dict[str, Any]) -> float:
+    """One solve's time limit per point, plus the unlimited plan and the least-feasible-budget probe."""
+    from optsched.explain.frontier import MIN_POINTS, REFINE_POINTS
+
+    points = len(params.get("budgets") or []) or MIN_POINTS + REFINE_POINTS
+    return _time_limit_s(workload) * (points + 2)
+
+
+# Every resource kind and how it is solved (tests check that each ResourceKind has one).
+KINDS: dict[ResourceKind, Kind] = {
+    ResourceKind.plan: Kind(solve=_solve_plan, budget_s=_plan_budget_s),
+    ResourceKind.night: Kind(solve=_solve_night, budget_s=_night_budget_s),
+    ResourceKind.frontier: Kind(solve=_solve_frontier, budget_s=_frontier_budget_s),
+}
+
+
+def solve_task(task: SolveTask) -> tuple[str, Any]:
+    """Run the task's kind in a worker process: ("result", (state, document)), ("invalid", field errors) or
+    ("error", message); it never raises."""
+    try:
+        state, document = KINDS[task.kind].solve(task)
+    except InvalidWorkload as exc:
+        return "invalid", [{"path": e.path, "message": e.message} for e in exc.errors]
+    except Exception as exc:  # noqa: BLE001 - the worker reports every failure instead of dying
+        log.exception("%s solve failed", task.kind)
+        return "error", f"the {task.kind} solve failed: {type(exc).__name__}: {exc}"
+    return "result", (state.value, document)
+
+
+def budget_s(record: PlanRecord) -> float:
+    """Wall-time bound of a record's solve (its kind's `budget_s`); a malformed document falls back to the default
+    time limit, since the solve will report it invalid at once."""
+    try:
+        return float(KINDS[record.kind].budget_s(record.workload or {}, dict(record.params or {})))
+    except (AttributeError, TypeError, ValueError):
+        return _time_limit_s(None)
+
+
+@dataclass(eq=False)
+class _Worker:
+    process: Any  # multiprocessing.context.SpawnProcess
+    conn: Connection
+    started: float
+    ready: bool = False
+    retiring: bool = False
+    solves: int = 0
+    plan_id: str | None = None
+    attempt: int = 0
+    dispatched: float = 0.0
+    deadline: float = math.inf
+    time_limit_s: float = 0.0
+
+
+@dataclass
+class _Waiters:
+    event: threading.Event = field(default_factory=threading.Event)
+    count: int = 0
+
+
+class ProcessPool(SolveQueue):
+    """Solves in `workers` local processes; at most `queue_size` plans wait; see the module docstring."""
+
+    def __init__(
+        self,
+        store: PlanStore,
+        *,
+        workers: int | None = None,
+        queue_size: int = 64,
+        max_solves_per_worker: int = 50,
+        grace_s: float = 5.0,
+        solver_threads: int | None = 1,
+        solve: SolveFunction = solve_task,
+        start_method: str = "spawn",
+    ):
+        super().__init__(store)
+        self.size = workers or os.cpu_count() or 1
+        self.queue_size = queue_size
+        self.max_solves_per_worker = max_solves_per_worker
+        self.grace_s = grace_s
+        self.solver_threads = solver_threads
+        self._solve = solve
+        self._context = multiprocessing.get_context(start_method)
+        self._lock = threading.Lock()
+        self._queue: collections.deque[str] = collections.deque()
+        self._cancel_requests: set[str] = set()
+        self._waiters: dict[str, _Waiters] = {}
+        self._workers: list[_Worker] = []
+        self._solve_seconds: collections.deque[float] = collections.deque(maxlen=20)
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._next_spawn = 0.0
+        self._next_sweep = 0.0
+        self.spawned = 0  # worker processes started so far
+
+    # -- the interface ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        if self._stopping.is_set():
+            raise RuntimeError("a stopped ProcessPool cannot start again; make a new one")
+        recovered = self.store.recover()
+        with self._lock:
+            self._queue.extend(recovered)
+        if recovered:
+            log.info("requeued %d plan(s) left queued or solving by a previous run", len(recovered))
+        self._next_sweep = time.monotonic() + SWEEP_INTERVAL_S
+        self._thread = threading.Thread(target=self._run, name="optsched-dispatcher", daemon=True)
+        self._thread.start()
+        atexit.register(self.stop)
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        if self._thread is not None:
+            self._wake()
+            self._thread.join(timeout_s)
+            for w in list(self._workers):
+                if w.plan_id is not None:
+                    self.store.requeue(w.plan_id, w.attempt)
+                self._discard(w, kill=w.plan_id is not None)
+            atexit.unregister(self.stop)
+        self._wake_r.close()
+        self._wake_w.close()
+
+    def submit(self, plan_id: str) -> None:
+        with self._lock:
+            if len(self._queue) >= self.queue_size:
+                raise QueueFull(self.queue_size, self._retry_after_s())
+            self._queue.append(plan_id)
+        self._wake()
+
+    def cancel(self, plan_id: str) -> PlanRecord | None:
+        record, changed = self.store.cancel(plan_id)
+        if changed:
+            with self._lock:
+                try:
+                    self._queue.remove(plan_id)
+                except ValueError:
+                    self._cancel_requests.add(plan_id)
+            self._wake()
+            self._notify(plan_id)
+        return record
+
+    def depth(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    def healthy(self) -> bool:
+        return self._thread is not None and self._thread.is_alive() and not self._stopping.is_set()
+
+    def wait(self, plan_id: str, timeout_s: float) -> PlanRecord | None:
+        with self._lock:
+            waiters = self._waiters.setdefault(plan_id, _Waiters())
+            waiters.count += 1
+        try:
+            record = self.store.get(plan_id)
+            if record is None or record.status.final or timeout_s <= 0:
+                return record
+            waiters.event.wait(timeout_s)
+            return self.store.get(plan_id)
+        finally:
+            with self._lock:
+                waiters.count -= 1
+                if waiters.count == 0:
+                    self._waiters.pop(plan_id, None)
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the live workers (for tests and diagnostics)."""
+        return [w.process.pid for w in self._workers if not w.retiring]
+
+    # -- the dispatcher thread ----------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._step()
+            except Exception:  # noqa: BLE001 - the dispatcher must outlive any one bad step
+                log.exception("solve dispatcher step failed; continuing")
+                time.sleep(0.5)
+
+    def _step(self) -> None:
+        self._spawn_missing()
+        self._dispatch()
+        by_connection = {w.conn: w for w in self._workers}
+        for conn in wait_for_connections([*by_connection, self._wake_r], self._next_timeout()):
+            if conn is self._wake_r:
+                self._drain_wake()
+                continue
+            worker = by_connection[conn]
+            if worker not in self._workers:
+                continue
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                self._on_exit(worker)
+                continue
+            self._on_message(worker, message)
+        self._apply_cancels()
+        self._kill_overruns()
+        self._sweep()
+
+    def _spawn_missing(self) -> None:
+        now = time.monotonic()
+        for w in [w for w in self._workers if not w.ready and now - w.started > WORKER_START_TIMEOUT_S]:
+            log.error("solve worker %s did not start in %.0f s; replacing it", w.process.pid, WORKER_START_TIMEOUT_S)
+            self._discard(w, kill=True)
+        active = sum(1 for w in self._workers if not w.retiring)
+        if active >= self.size or now < self._next_spawn:
+            return
+        for _ in range(self.size - active):
+            parent_end, child_end = self._context.Pipe()
+            process = self._context.Process(
+                target=_worker_main,
+                args=(child_end, os.getpid(), self._solve),
+                name="optsched-solver",
+                daemon=True,
+            )
+            process.start()
+            child_end.close()
+            self.spawned += 1
+            self._workers.append(_Worker(process=process, conn=parent_end, started=now))
+
+    def _dispatch(self) -> None:
+        for w in list(self._workers):
+            if not w.ready or w.retiring or w.plan_id is not None:
+                continue
+            record = self._next_claim()
+            if record is None:
+                return
+            time_limit = budget_s(record)
+            w.plan_id, w.attempt, w.time_limit_s = record.id, record.attempts, time_limit
+            w.dispatched = time.monotonic()
+            w.deadline = w.dispatched + time_limit + self.grace_s
+            try:
+                w.conn.send(("solve", record.id, SolveTask.of(record, self.solver_threads)))
+            except (BrokenPipeError, OSError):
+                self._on_exit(w)
+
+    def _next_claim(self) -> PlanRecord | None:
+        while True:
+            with self._lock:
+                if not self._queue:
+                    return None
+                plan_id = self._queue.popleft()
+            record = self.store.claim(plan_id)  # None: cancelled meanwhile, or a duplicate entry
+            if record is not None:
+                return record
+
+    def _on_message(self, w: _Worker, message: tuple) -> None:
+        if message[0] == "ready":
+            w.ready = True
+            return
+        _, plan_id, outcome, payload = message
+        if plan_id != w.plan_id:
+            return
+        self._solve_seconds.append(time.monotonic() - w.dispatched)
+        if outcome == "result":
+            state, document = payload
+            self._finish(plan_id, w.attempt, PlanState(state), plan=document)
+        elif outcome == "invalid":
+            details = "; ".join(f"{e['path'] or '<document>'}: {e['message']}" for e in payload)
+            self._finish(plan_id, w.attempt, PlanState.failed, error=f"invalid workload: {details}")
+        else:
+            self._finish(plan_id, w.attempt, PlanState.failed, error=str(payload))
+        w.plan_id, w.deadline = None, math.inf
+        w.solves += 1
+        if w.solves >= self.max_solves_per_worker:
+            # Recycle: the worker exits on None; its replacement starts now, the old one is reaped at EOF.
+            w.retiring = True
+            try:
+                w.conn.send(None)
+            except OSError:
+                self._discard(w, kill=True)
+
+    def _on_exit(self, w: _Worker) -> None:
+        """A worker's pipe closed: a recycled worker leaving, or one that died (its plan is retried)."""
+        if w.plan_id is not None:
+            w.process.join(1.0)
+            code = w.process.exitcode
+            if w.attempt >= MAX_ATTEMPTS:
+                self._finish(
+                    w.plan_id,
+                    w.attempt,
+                    PlanState.failed,
+                    error=f"the solve worker died {w.attempt} times on this plan (last exit code {code})",
+                )
+            elif self.store.requeue(w.plan_id, w.attempt):
+                log.warning("solve worker died (exit code %s) on plan %s; requeued", code, w.plan_id)
+                with self._lock:
+                    self._queue.appendleft(w.plan_id)
+        elif not w.retiring:
+            log.warning("solve worker %s exited while idle (exit code %s)", w.process.pid, w.process.exitcode)
+            if not w.ready:
+                self._next_spawn = time.monotonic() + 1.0  # do not spin on a worker that cannot start
+        w.plan_id = None
+        self._discard(w, kill=False)
+
+    def _apply_cancels(self) -> None:
+        with self._lock:
+            requests, self._cancel_requests = self._cancel_requests, set()
+        for w in list(self._workers):
+            if w.plan_id is not None and w.plan_id in requests:
+                log.info("plan %s cancelled while solving; stopping worker %s", w.plan_id, w.process.pid)
+                w.plan_id = None
+                self._discard(w, kill=True)
+
+    def _kill_overruns(self) -> None:
+        now = time.monotonic()
+        for w in list(self._workers):
+            if w.plan_id is None or now < w.deadline:
+                continue
+            log.warning(
+                "plan %s overran its %.3g s time limit by %.3g s; killing its worker",
+                w.plan_id,
+                w.time_limit_s,
+                self.grace_s,
+            )
+            self._finish(
+                w.plan_id,
+                w.attempt,
+                PlanState.no_solution,
+                error=f"the solve overran its time limit of {w.time_limit_s:g} s by more than the "
+                f"{self.grace_s:g} s grace period and was stopped",
+            )
+            w.plan_id = None
+            self._discard(w, kill=True)
+
+    def _sweep(self) -> None:
+        """Adopt plans no process owns: queued but not in our queue, or solving long past any deadline."""
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + SWEEP_INTERVAL_S
+        in_flight = {w.plan_id for w in self._workers if w.plan_id is not None}
+        with self._lock:
+            known = set(self._queue) | in_flight
+        orphans = [pid for pid in self.store.ids_with_state(PlanState.queued) if pid not in known]
+        cutoff = datetime.now(UTC) - timedelta(seconds=self.grace_s + STALE_CLAIM_SLACK_S)
+        for record in self.store.stale_solving(cutoff):
+            limit = timedelta(seconds=budget_s(record))
+            if record.id in in_flight or record.started_at is None or record.started_at > cutoff - limit:
+                continue
+            if self.store.requeue(record.id, record.attempts):
+                orphans.append(record.id)
+        if orphans:
+            log.warning("adopting %d plan(s) that no process was solving", len(orphans))
+            with self._lock:
+                self._queue.extend(orphans)
+
+    # -- helpers ------------------------------------------------------------------------------------------
+
+    def _finish(self, plan_id: str, attempt: int, state: PlanState, **fields: Any) -> None:
+        if self.store.finish(plan_id, attempt, state, **fields):
+            self._notify(plan_id)
+
+    def _notify(self, plan_id: str) -> None:
+        with self._lock:
+            waiters = self._waiters.get(plan_id)
+        if waiters is not None:
+            waiters.event.set()
+
+    def _discard(self, w: _Worker, *, kill: bool) -> None:
+        if kill and w.process.is_alive():
+            w.process.kill()
+        elif not kill and w.process.is_alive():
+            try:
+                w.conn.send(None)
+            except OSError:
+                pass
+        w.process.join(2.0)
+        if w.process.is_alive():
+            w.process.kill()
+            w.process.join(2.0)
+        w.conn.close()
+        if w in self._workers:
+            self._workers.remove(w)
+
+    def _next_timeout(self) -> float:
+        now = time.monotonic()
+        deadlines = [w.deadline for w in self._workers if w.plan_id is not None]
+        soonest = min([*deadlines, self._next_sweep, now + 1.0])
+        return max(0.0, soonest - now)
+
+    def _wake(self) -> None:
+        try:
+            self._wake_w.send(b"\0")
+        except (BlockingIOError, OSError):
+            pass  # the buffer is full: a wake-up is pending anyway
+
+    def _drain_wake(self) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+    def _retry_after_s(self) -> int:
+        """A guess at when a queue slot frees up: the mean recent solve time spread over the workers."""
+        mean = sum(self._solve_seconds) / len(self._solve_seconds) if self._solve_seconds else 5.0
+        return max(1, min(300, math.ceil(mean / self.size)))
+
+
+def _time_limit_s(workload: dict[str, Any] | None) -> float:
+    """The workload's own time limit (what the planner uses), without validating the whole workload again."""
+    from optsched.schema.workload import Options
+
+    try:
+        return float((workload or {}).get("options", {}).get("time_limit_s", Options().time_limit_s))
+    except (AttributeError, TypeError, ValueError):
+        return Options().time_limit_s
+
+
+def _worker_main(conn: Connection, parent_pid: int, solve: SolveFunction) -> None:
+    """Entry point of a worker process: answer solve requests until told to stop or orphaned."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the server; it stops the workers
+    threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), daemon=True).start()
+    import optsched.solve.planner  # noqa: F401 - import before "ready" so the first solve's clock is fair
+
+    conn.send(("ready",))
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        _, plan_id, task = message
+        outcome, payload = solve(task)
+        try:
+            conn.send(("result", plan_id, outcome, payload))
+        except (BrokenPipeError, OSError):
+            return
+
+
+def _exit_when_orphaned(parent_pid: int) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(0.5)
+    os._exit(0)

@@ -1,0 +1,486 @@
+"""The plan store: one `plans` table in SQLAlchemy 2 (SQLite by default, any SQLAlchemy URL works).
+
+A row is a resource of one `ResourceKind`: a plan (`optsched.plan`), a night plan (`optsched.plan_night`, its
+start/hours/preempt/restart_hours in `params`) or a frontier (`optsched.frontier`, its budgets in `params`).
+`workload` is the input document, `plan` the result document, stored whole, whatever the kind.
+Every state change is one transaction with a condition on the current state, so a reader never sees half a
+plan and two actors (a solve finishing, a user cancelling) cannot both win. A claim increments `attempts`;
+the attempt number is the token that later finishes or requeues that claim, so a stale actor cannot
+overwrite a newer claim of the same plan.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Iterable
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    DateTime,
+    Engine,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+    and_,
+    create_engine,
+    delete,
+    event,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
+
+from optsched.schema.errors import OptschedError
+from optsched.schema.night import NightStatus
+from optsched.schema.plan import Status
+
+DEFAULT_DATABASE_URL = "sqlite:///./var/optsched.db"
+# A plan whose solve was interrupted this many times (server or worker died) is marked failed, not retried.
+MAX_ATTEMPTS = 3
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+
+class ResourceKind(StrEnum):
+    """What a row holds, and so which Python API its worker calls (optsched.jobs.KINDS)."""
+
+    plan = "plan"  # optsched.plan(workload)
+    night = "night"  # optsched.plan_night(queue, **params)
+    frontier = "frontier"  # optsched.frontier(workload, **params)
+
+
+class _PlanStateBase(StrEnum):
+    @property
+    def final(self) -> bool:
+        return self.value not in ("queued", "solving")
+
+
+# Lifecycle of a submitted resource: queued -> solving -> a final state: the result's own verdict (every
+# `optsched.Status` for plans, every `NightStatus` for night plans, `done` for a frontier with a curve; derived so
+# that a status added there is a state here), cancelled or failed.
+PlanState = _PlanStateBase(
+    "PlanState",
+    [
+        ("queued", "queued"),
+        ("solving", "solving"),
+        *((status.name, status.value) for status in Status),
+        *((status.name, status.value) for status in NightStatus if status.value not in Status.__members__),
+        ("done", "done"),
+        ("cancelled", "cancelled"),
+        ("failed", "failed"),
+    ],
+    module=__name__,
+)
+
+UNFINISHED = (PlanState.queued, PlanState.solving)
+FINAL_STATES = tuple(s for s in PlanState if s.final)
+
+
+def state_of(status: Status | NightStatus) -> PlanState:
+    """The final state for a planner or night-planner status: the state of the same name."""
+    return PlanState(status.value)
+
+
+# The verdicts a result of each kind can carry (a frontier without a curve is `infeasible`).
+RESULT_STATES: dict[ResourceKind, tuple[PlanState, ...]] = {
+    ResourceKind.plan: tuple(state_of(s) for s in Status),
+    ResourceKind.night: tuple(state_of(s) for s in NightStatus),
+    ResourceKind.frontier: (PlanState.done, PlanState.infeasible),
+}
+
+
+def states_of(kind: ResourceKind) -> tuple[PlanState, ...]:
+    """Every state a resource of `kind` can be in (a killed overrun is `no_solution` whatever the kind)."""
+    reachable = {*UNFINISHED, *RESULT_STATES[kind], PlanState.no_solution, PlanState.cancelled, PlanState.failed}
+    return tuple(s for s in PlanState if s in reachable)
+
+
+class InvalidCursor(OptschedError, ValueError):
+    """A paging cursor that this store did not hand out; start again without one."""
+
+
+class _UtcDateTime(TypeDecorator):
+    """Aware UTC datetimes in, aware UTC datetimes out, whatever the backend keeps (SQLite keeps naive text)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
+        if value is None:
+            return None
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+metadata = MetaData()
+plans = Table(
+    "plans",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("kind", String(16), nullable=False, default=ResourceKind.plan.value, server_default=ResourceKind.plan.value),
+    Column("status", String(16), nullable=False),
+    Column("workload", JSON, nullable=False),
+    Column("params", JSON, nullable=True),
+    Column("plan", JSON, nullable=True),
+    Column("idempotency_key", String(255), nullable=True, unique=True),
+    Column("submitted_at", _UtcDateTime, nullable=False),
+    Column("started_at", _UtcDateTime, nullable=True),
+    Column("finished_at", _UtcDateTime, nullable=True),
+    Column("error", Text, nullable=True),
+    Column("attempts", Integer, nullable=False, default=0),
+    Index("ix_plans_submitted", "submitted_at", "id"),
+    Index("ix_plans_status_submitted", "status", "submitted_at", "id"),
+    Index("ix_plans_kind_submitted", "kind", "submitted_at", "id"),
+)
+_SUMMARY_COLUMNS = [c for c in plans.c if c.name not in ("workload", "plan")]
+# Figures an overview of many resources shows, read out of the documents by the database (none is loaded whole):
+# the workload's name, a plan's objective and power, a night plan's summary, a frontier's knee and saturation.
+_HEADLINE_PREFIX = "headline_"
+_HEADLINE_COLUMNS = [
+    expression.label(_HEADLINE_PREFIX + name)
+    for name, expression in {
+        "name": plans.c.workload["name"].as_string(),
+        "objective_name": plans.c.plan["objective_name"].as_string(),
+        "objective": plans.c.plan["objective"].as_float(),
+        "power_w": plans.c.plan["power_w"].as_float(),
+        "budget_w": plans.c.plan["budget_w"].as_float(),
+        "makespan_hours": plans.c.plan[("summary", "makespan_hours")].as_float(),
+        "hard_deadlines_met": plans.c.plan[("summary", "hard_deadlines_met")].as_integer(),
+        "peak_power_w": plans.c.plan[("summary", "peak_power_w")].as_float(),
+        "knee_budget_w": plans.c.plan["knee_budget_w"].as_float(),
+        "saturation_w": plans.c.plan["saturation_w"].as_float(),
+    }.items()
+]
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    """One row of `plans`. `workload` and `plan` (the result) are None when the query did not load them (listings)."""
+
+    id: str
+    status: PlanState
+    submitted_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    error: str | None
+    attempts: int
+    idempotency_key: str | None
+    workload: dict[str, Any] | None = None
+    plan: dict[str, Any] | None = None
+    kind: ResourceKind = ResourceKind.plan
+    params: dict[str, Any] | None = None
+    headline: dict[str, Any] | None = None  # listings with headline=True: figures read out of the documents
+
+    @property
+    def result(self) -> dict[str, Any] | None:
+        """The result document, whatever the kind (the column is named after the first kind)."""
+        return self.plan
+
+    @classmethod
+    def from_row(cls, row) -> PlanRecord:
+        m = row._mapping
+        return cls(
+            id=m["id"],
+            status=PlanState(m["status"]),
+            submitted_at=m["submitted_at"],
+            started_at=m["started_at"],
+            finished_at=m["finished_at"],
+            error=m["error"],
+            attempts=m["attempts"],
+            idempotency_key=m["idempotency_key"],
+            workload=m.get("workload"),
+            plan=m.get("plan"),
+            kind=ResourceKind(m["kind"]),
+            params=m.get("params"),
+            headline={k.removeprefix(_HEADLINE_PREFIX): v for k, v in m.items() if k.startswith(_HEADLINE_PREFIX)}
+            or None,
+        )
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class PlanStore:
+    """Plans in a SQL database; thread-safe (one engine, one connection per operation)."""
+
+    def __init__(self, url: str = DEFAULT_DATABASE_URL, *, engine: Engine | None = None):
+        self.url = url
+        self.engine = engine or _create_engine(url)
+        # The schema is Alembic's (optsched/migrations): a new database is created, an older one upgraded.
+        from optsched.infra.migrations import upgrade
+
+        upgrade(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def get(self, plan_id: str, kind: ResourceKind | None = None) -> PlanRecord | None:
+        """The record with this id (of this kind, when given), or None."""
+        query = select(plans).where(plans.c.id == plan_id)
+        if kind is not None:
+            query = query.where(plans.c.kind == kind.value)
+        with self.engine.connect() as c:
+            row = c.execute(query).first()
+        return PlanRecord.from_row(row) if row else None
+
+    def get_by_key(self, idempotency_key: str) -> PlanRecord | None:
+        with self.engine.connect() as c:
+            row = c.execute(select(plans).where(plans.c.idempotency_key == idempotency_key)).first()
+        return PlanRecord.from_row(row) if row else None
+
+    def list(
+        self,
+        *,
+        limit: int = 20,
+        cursor: str | None = None,
+        status: PlanState | None = None,
+        kind: ResourceKind | None = None,
+        headline: bool = False,
+    ) -> tuple[list[PlanRecord], str | None]:
+        """Newest first, without documents; the second item is the cursor of the next page (None on the last).
+        `kind` None lists every kind; `headline` adds a few figures read out of the documents to each record."""
+        columns = [*_SUMMARY_COLUMNS, *(_HEADLINE_COLUMNS if headline else [])]
+        query = select(*columns).order_by(plans.c.submitted_at.desc(), plans.c.id.desc()).limit(limit + 1)
+        if status is not None:
+            query = query.where(plans.c.status == status.value)
+        if kind is not None:
+            query = query.where(plans.c.kind == kind.value)
+        if cursor is not None:
+            at, last_id = _decode_cursor(cursor)
+            query = query.where(or_(plans.c.submitted_at < at, and_(plans.c.submitted_at == at, plans.c.id < last_id)))
+        with self.engine.connect() as c:
+            rows = [PlanRecord.from_row(r) for r in c.execute(query)]
+        if len(rows) <= limit:
+            return rows, None
+        rows = rows[:limit]
+        return rows, _encode_cursor(rows[-1])
+
+    def ids_with_state(self, state: PlanState) -> list[str]:
+        """Ids in this state, oldest first."""
+        with self.engine.connect() as c:
+            result = c.execute(
+                select(plans.c.id).where(plans.c.status == state.value).order_by(plans.c.submitted_at, plans.c.id)
+            )
+            return [r.id for r in result]
+
+    def ping(self) -> None:
+        """Raise if the database cannot answer a query."""
+        with self.engine.connect() as c:
+            c.execute(select(plans.c.id).limit(1)).all()
+
+    # -- state changes, each one transaction ----------------------------------------------------------
+
+    def create(
+        self,
+        workload: dict[str, Any],
+        idempotency_key: str | None = None,
+        *,
+        kind: ResourceKind = ResourceKind.plan,
+        params: dict[str, Any] | None = None,
+    ) -> tuple[PlanRecord, bool]:
+        """Store a queued resource; with a key already used (by any kind), return that one instead (second item
+        False: the caller compares kind, workload and params to tell a retry from a reused key)."""
+        if idempotency_key is not None:
+            existing = self.get_by_key(idempotency_key)
+            if existing is not None:
+                return existing, False
+        record = PlanRecord(
+            id=uuid.uuid4().hex,
+            status=PlanState.queued,
+            submitted_at=_now(),
+            started_at=None,
+            finished_at=None,
+            error=None,
+            attempts=0,
+            idempotency_key=idempotency_key,
+            workload=workload,
+            kind=kind,
+            params=params,
+        )
+        values = {
+            "id": record.id,
+            "kind": kind.value,
+            "status": record.status.value,
+            "workload": workload,
+            "params": params,
+            "idempotency_key": idempotency_key,
+            "submitted_at": record.submitted_at,
+            "attempts": 0,
+        }
+        try:
+            with self.engine.begin() as c:
+                c.execute(insert(plans).values(**values))
+        except IntegrityError:
+            # A concurrent request with the same key won the insert.
+            existing = self.get_by_key(idempotency_key) if idempotency_key is not None else None
+            if existing is None:
+                raise
+            return existing, False
+        return record, True
+
+    def claim(self, plan_id: str) -> PlanRecord | None:
+        """queued -> solving; the record (its `attempts` is the claim token), or None if it is not queued."""
+        with self.engine.begin() as c:
+            changed = c.execute(
+                update(plans)
+                .where(plans.c.id == plan_id, plans.c.status == PlanState.queued.value)
+                .values(status=PlanState.solving.value, started_at=_now(), attempts=plans.c.attempts + 1)
+            ).rowcount
+            if not changed:
+                return None
+            row = c.execute(select(plans).where(plans.c.id == plan_id)).first()
+        return PlanRecord.from_row(row)
+
+    def finish(
+        self,
+        plan_id: str,
+        attempt: int,
+        state: PlanState,
+        *,
+        plan: dict[str, Any] | None = None,
+        error: str | None = None,
+    ) -> bool:
+        """solving -> a final state, for the claim `attempt` only; False if cancelled or claimed again since."""
+        if not state.final:
+            raise ValueError(f"finish needs a final state, not {state}")
+        return self._update_claim(plan_id, attempt, status=state.value, plan=plan, error=error, finished_at=_now())
+
+    def requeue(self, plan_id: str, attempt: int) -> bool:
+        """solving -> queued for the claim `attempt` (its worker stopped before answering)."""
+        return self._update_claim(plan_id, attempt, status=PlanState.queued.value, started_at=None)
+
+    def _update_claim(self, plan_id: str, attempt: int, **values: Any) -> bool:
+        """One transaction that changes a row only while it is still solving under the claim `attempt`."""
+        with self.engine.begin() as c:
+            return bool(
+                c.execute(
+                    update(plans)
+                    .where(
+                        plans.c.id == plan_id,
+                        plans.c.status == PlanState.solving.value,
+                        plans.c.attempts == attempt,
+                    )
+                    .values(**values)
+                ).rowcount
+            )
+
+    def cancel(self, plan_id: str) -> tuple[PlanRecord | None, bool]:
+        """queued/solving -> cancelled; the record as it now is and whether this call cancelled it."""
+        with self.engine.begin() as c:
+            changed = c.execute(
+                update(plans)
+                .where(plans.c.id == plan_id, plans.c.status.in_([s.value for s in UNFINISHED]))
+                .values(status=PlanState.cancelled.value, finished_at=_now())
+            ).rowcount
+            row = c.execute(select(plans).where(plans.c.id == plan_id)).first()
+        return (PlanRecord.from_row(row) if row else None), bool(changed)
+
+    def delete(self, plan_id: str, states: Iterable[PlanState] = FINAL_STATES) -> bool:
+        """Delete the plan if it is in one of `states` (by default: finished ones only)."""
+        with self.engine.begin() as c:
+            return bool(
+                c.execute(
+                    delete(plans).where(plans.c.id == plan_id, plans.c.status.in_([s.value for s in states]))
+                ).rowcount
+            )
+
+    def recover(self, max_attempts: int = MAX_ATTEMPTS) -> list[str]:
+        """After a restart: plans left solving are queued again (failed after `max_attempts`); the queued ids."""
+        with self.engine.begin() as c:
+            c.execute(
+                update(plans)
+                .where(plans.c.status == PlanState.solving.value, plans.c.attempts >= max_attempts)
+                .values(
+                    status=PlanState.failed.value,
+                    finished_at=_now(),
+                    error=f"the solve was interrupted {max_attempts} times (server or worker stopped); not retried",
+                )
+            )
+            c.execute(
+                update(plans)
+                .where(plans.c.status == PlanState.solving.value)
+                .values(status=PlanState.queued.value, started_at=None)
+            )
+        return self.ids_with_state(PlanState.queued)
+
+    def stale_solving(self, older_than: datetime) -> list[PlanRecord]:
+        """Plans solving since before `older_than` (with their workloads), to find claims whose owner died."""
+        with self.engine.connect() as c:
+            rows = c.execute(
+                select(plans).where(plans.c.status == PlanState.solving.value, plans.c.started_at < older_than)
+            )
+            return [PlanRecord.from_row(r) for r in rows]
+
+
+def _encode_cursor(record: PlanRecord) -> str:
+    raw = f"{record.submitted_at.isoformat()}|{record.id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        at, plan_id = raw.split("|")
+        when = datetime.fromisoformat(at)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise InvalidCursor("cursor is not one this service returned; list again without a cursor") from None
+    if when.tzinfo is None:
+        raise InvalidCursor("cursor is not one this service returned; list again without a cursor")
+    return when, plan_id
+
+
+def _create_engine(url: str) -> Engine:
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):  # the driver optsched installs: psycopg 3
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    if parsed.get_backend_name() != "sqlite":
+        return create_engine(parsed, pool_pre_ping=True)
+    _create_private_file(parsed.database)
+    engine = create_engine(url)
+
+    @event.listens_for(engine, "connect")
+    def _sqlite_pragmas(dbapi_connection, _record) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.close()
+
+    with engine.connect() as c:
+        c.execute(text("SELECT 1"))
+    return engine
+
+
+def _create_private_file(database: str | None) -> None:
+    """Create the SQLite file (and its folder) readable by the owner only, before SQLite creates it 0644."""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    path = Path(database)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass

@@ -1,3 +1,0 @@
-from optsched.migrations import main
-
-main()

@@ -1,0 +1,95 @@
+"""Objectives, registered in one place; each has one signature: add(builder, data) -> tie-break weight."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Literal
+
+if TYPE_CHECKING:
+    from optsched.solve.backends import Builder, Term
+    from optsched.model.data import ModelData
+
+# The tie-break term may move the primary objective by at most this share of the requested gap,
+# so a tie is broken without trading away more than the tolerance the user already accepted.
+TIE_BREAK_SHARE = 0.1
+
+
+@dataclass(frozen=True)
+class Objective:
+    name: str
+    sense: Literal["max", "min"]
+    admit_all: bool  # every job must be admitted (and so meet its deadline)
+    add: Callable[["Builder", "ModelData"], float]  # sets the objective, returns the tie-break weight
+    value: Callable[[float, float], float]  # exact value from (weighted speedup, power in W)
+    description: str
+
+
+OBJECTIVES: dict[str, Objective] = {}
+
+
+def register(objective: Objective) -> Objective:
+    OBJECTIVES[objective.name] = objective
+    return objective
+
+
+def _speedup_terms(data: "ModelData", scale: float = 1.0) -> list["Term"]:
+    return [("S", j, scale * job.objective_weight) for j, job in enumerate(data.jobs)]
+
+
+def _tie_break_weight(data: "ModelData", scale: float, spread: float) -> float:
+    gap = max(data.workload.options.mip_gap, 1e-6)
+    return TIE_BREAK_SHARE * gap * scale / max(spread, 1e-9)
+
+
+def _smallest_gain(data: "ModelData") -> float:
+    return min(
+        (job.objective_weight * data.best_speedup(j) for j, job in enumerate(data.jobs) if data.options_of_job[j]),
+        default=1.0,
+    )
+
+
+def _most_speedup(data: "ModelData") -> float:
+    return sum(job.objective_weight * data.best_speedup(j) for j, job in enumerate(data.jobs))
+
+
+def _add_weighted_speedup(b: "Builder", data: "ModelData") -> float:
+    """max sum_j w_j S_j - eps * P  (eps so small that power only breaks ties)."""
+    from optsched.model.constraints import power_terms
+
+    eps = _tie_break_weight(data, _smallest_gain(data), data.peak_power_w)
+    idle, power = power_terms(data)
+    b.set_objective(_speedup_terms(data) + [(v, k, -eps * c) for v, k, c in power], -eps * idle, maximise=True)
+    return eps
+
+
+def _add_min_power(b: "Builder", data: "ModelData") -> float:
+    """min P - eps * sum_j w_j S_j  (W; every job admitted; speedup only breaks ties)."""
+    from optsched.model.constraints import power_terms
+
+    cheapest = min((o.cap_w for o in data.options), default=1.0)
+    eps = _tie_break_weight(data, max(data.idle_power_w, cheapest, 1.0), _most_speedup(data))
+    idle, power = power_terms(data)
+    b.set_objective(power + _speedup_terms(data, -eps), idle, maximise=False)
+    return eps
+
+
+register(
+    Objective(
+        name="weighted_speedup",
+        sense="max",
+        admit_all=False,
+        add=_add_weighted_speedup,
+        value=lambda weighted_speedup, power_w: weighted_speedup,
+        description="Maximise the priority-weighted sum of Amdahl speedups; ties go to lower total power.",
+    )
+)
+register(
+    Objective(
+        name="min_power",
+        sense="min",
+        admit_all=True,
+        add=_add_min_power,
+        value=lambda weighted_speedup, power_w: power_w,
+        description="Admit every job and meet every deadline at the least total power; ties go to more speedup.",
+    )
+)

@@ -1,0 +1,89 @@
+"""Limits on what one request may ask of optsched: the size of its document and of the model it builds.
+
+- `check_document(document)`: before validation, a JSON document (a workload, or a request holding one) has
+  at most MAX_DEPTH levels of nesting, MAX_ITEMS items in any one array or object and MAX_VALUES values in all.
+  Validation costs a few microseconds per problem found, so without this a 3 MB list of a million wrong items
+  would hold a service for seconds; with it, the cost of any document is bounded. `Workload.load` and the REST
+  service's body guard call it.
+- `check_variables(workload, max_variables)`: jobs x (device groups x their power levels), the number of
+  placement variables n[j,g,l] the model would have, is at most `max_variables` (the service's
+  OPTSCHED_MAX_VARIABLES).
+
+Both raise InvalidWorkload naming the path, the size found and the limit.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from optsched.schema.errors import FieldError, InvalidWorkload
+
+if TYPE_CHECKING:
+    from optsched.schema.workload import Workload
+
+# A workload is 4 levels deep (jobs[i].speed_on.<model>); a request wraps it in one more.
+MAX_DEPTH = 32
+# Items in one array or object: far above any real fleet or queue (the benchmark's XL has 5,000 jobs).
+MAX_ITEMS = 100_000
+# Values in the whole document (every array, object, string and number): about 10x the XL workload.
+MAX_VALUES = 500_000
+DEFAULT_MAX_VARIABLES = 2_000_000
+
+
+def placement_variables(workload: Workload) -> int:
+    """jobs x sum over device groups of their power levels: the n[j,g,l] the model has at most."""
+    return len(workload.jobs) * sum(len(g.power_levels) for g in workload.devices)
+
+
+def check_variables(workload: Workload, max_variables: int, *, path: str = "") -> None:
+    """InvalidWorkload unless the workload's placement model has at most `max_variables` variables."""
+    variables = placement_variables(workload)
+    if variables <= max_variables:
+        return
+    levels = sum(len(g.power_levels) for g in workload.devices)
+    message = (
+        f"{len(workload.jobs):,} jobs x {levels:,} power levels over {len(workload.devices):,} device groups = "
+        f"{variables:,} placement variables, above the limit of {max_variables:,} (OPTSCHED_MAX_VARIABLES); "
+        "split the workload into smaller ones or ask the operator to raise the limit"
+    )
+    raise InvalidWorkload([FieldError(_join(path, "jobs"), message)])
+
+
+def check_document(document: Any) -> None:
+    """InvalidWorkload if the document nests deeper than MAX_DEPTH, has a container of more than MAX_ITEMS
+    items, or more than MAX_VALUES values; iterative, and it stops at the first limit crossed."""
+    if not isinstance(document, (dict, list, tuple)):
+        return
+    values = 1
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(document, ())]
+    while stack:
+        value, parts = stack.pop()
+        children = value.values() if isinstance(value, dict) else value
+        keys = value.keys() if isinstance(value, dict) else range(len(value))
+        if len(parts) >= MAX_DEPTH:
+            raise InvalidWorkload(
+                [FieldError(_path(parts), f"nested more than {MAX_DEPTH} levels deep; a workload needs 5")]
+            )
+        if len(value) > MAX_ITEMS:
+            raise InvalidWorkload(
+                [FieldError(_path(parts), f"{len(value):,} items; at most {MAX_ITEMS:,} are accepted in one list or object")]
+            )
+        values += len(value)
+        if values > MAX_VALUES:
+            raise InvalidWorkload(
+                [FieldError("", f"more than {MAX_VALUES:,} values in the document; split it into smaller workloads")]
+            )
+        for key, child in zip(keys, children):
+            if isinstance(child, (dict, list, tuple)):
+                stack.append((child, (*parts, key)))
+
+
+def _path(parts: tuple[str | int, ...]) -> str:
+    path = ""
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def _join(prefix: str, path: str) -> str:
+    return f"{prefix}.{path}" if prefix else path

@@ -1,0 +1,280 @@
+"""Two ways to hand the same formulation to HiGHS: through Pyomo, or as one sparse matrix straight to highspy.
+
+The constraint families in optsched.model call only `Builder` methods, so both backends build the same
+rows; tests solve random workloads with both and compare the optima. The HiGHS backend is the default
+because Pyomo's expression and hand-off layers cost more than the solve itself on large workloads
+(bench/results/planner.md has the measured ratio).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Iterable, Sequence
+
+import numpy as np
+
+from optsched.solve.highs import SolveResult, configure, new_highs, run_highs
+
+Term = tuple[str, Hashable, float]  # (variable block, key, coefficient)
+Row = tuple[Hashable, list[Term], float, float]  # (key, terms, lower, upper)
+
+
+class Builder(ABC):
+    """A linear model under construction and, once built, solved repeatedly with rows added in between."""
+
+    tie_break_weight: float = 0.0  # set by the objective; see optsched.objectives
+    solve_seconds: float = 0.0  # time spent inside HiGHS over every solve of this model
+
+    @property
+    def cut_keys(self) -> set:
+        """(job, t) of every tangent cut in the model, so that none is added twice."""
+        if "_cut_keys" not in self.__dict__:
+            self._cut_keys: set = set()
+        return self._cut_keys
+
+    @abstractmethod
+    def add_variables(
+        self, name: str, keys: Sequence[Hashable], lower: Sequence[float], upper: Sequence[float], integer: bool
+    ) -> None: ...
+
+    @abstractmethod
+    def add_rows(self, family: str, rows: Iterable[Row]) -> None: ...
+
+    @abstractmethod
+    def set_objective(self, terms: list[Term], constant: float, maximise: bool) -> None: ...
+
+    @abstractmethod
+    def column(self, name: str, key: Hashable) -> int:
+        """The HiGHS column of a variable (for warm starts and reading values)."""
+
+    @abstractmethod
+    def highs(self):
+        """The highspy.Highs object holding the model, synchronised with every row added so far."""
+
+    def has(self, name: str, key: Hashable) -> bool:
+        try:
+            self.column(name, key)
+            return True
+        except KeyError:
+            return False
+
+    def solve(
+        self,
+        *,
+        wall_deadline: float,
+        mip_gap: float,
+        threads: int | None = None,
+        warm_start: dict[tuple[str, Hashable], float] | None = None,
+        relax: bool = False,
+        presolve: bool = False,
+    ) -> SolveResult:
+        h = self.highs()
+        start = None
+        if warm_start:
+            cols = [(self.column(n, k), v) for (n, k), v in warm_start.items() if self.has(n, k)]
+            start = (np.array([c for c, _ in cols], dtype=np.int32), np.array([v for _, v in cols]))
+        result = run_highs(
+            h, wall_deadline=wall_deadline, mip_gap=mip_gap, threads=threads, warm_start=start, relax=relax,
+            integer_columns=self.integer_columns(), presolve=presolve,
+        )
+        self.solve_seconds += result.seconds
+        return result
+
+    def solve_within(
+        self, bounds: dict[tuple[str, Hashable], tuple[float, float]], **solve_args
+    ) -> SolveResult:
+        """Solve with some columns' bounds narrowed (a sub-MIP), then restore them."""
+        h = self.highs()
+        cols = np.array([self.column(n, k) for n, k in bounds], dtype=np.int32)
+        old_lower, old_upper = self.column_bounds(cols)
+        new = np.array(list(bounds.values()), dtype=np.float64).reshape(-1, 2)
+        h.changeColsBounds(len(cols), cols, new[:, 0].copy(), new[:, 1].copy())
+        try:
+            return self.solve(**solve_args)
+        finally:
+            h.changeColsBounds(len(cols), cols, old_lower, old_upper)
+
+    def integer_columns(self) -> np.ndarray | None:
+        """Integer columns, when the builder knows them without asking HiGHS."""
+        return None
+
+    def column_bounds(self, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lp = self.highs().getLp()
+        return np.asarray(lp.col_lower_)[cols], np.asarray(lp.col_upper_)[cols]
+
+    def values(self, result: SolveResult, name: str, keys: Iterable[Hashable]) -> dict[Hashable, float]:
+        return {k: float(result.values[self.column(name, k)]) for k in keys}
+
+
+class HighsBuilder(Builder):
+    """Columns and rows collected in flat arrays and passed to highspy in two bulk calls."""
+
+    def __init__(self, name: str = "optsched"):
+        self.name = name
+        self._columns: dict[str, dict[Hashable, int]] = {}
+        self._lower: list[float] = []
+        self._upper: list[float] = []
+        self._integer: list[int] = []
+        self._row_lower: list[float] = []
+        self._row_upper: list[float] = []
+        self._starts: list[int] = []
+        self._index: list[int] = []
+        self._value: list[float] = []
+        self._cost: dict[int, float] = {}
+        self._offset = 0.0
+        self._maximise = False
+        self._h = None
+        self.row_keys: list[tuple[str, Hashable]] = []
+
+    def add_variables(self, name, keys, lower, upper, integer):
+        if self._h is not None:
+            raise RuntimeError("add variables before the model is first solved")
+        block = self._columns.setdefault(name, {})
+        for key, lo, hi in zip(keys, lower, upper):
+            block[key] = len(self._lower)
+            self._lower.append(lo)
+            self._upper.append(hi)
+            if integer:
+                self._integer.append(block[key])
+
+    def column(self, name, key):
+        return self._columns[name][key]
+
+    def integer_columns(self):
+        return np.array(self._integer, dtype=np.int32)
+
+    def column_bounds(self, cols):
+        return np.asarray(self._lower)[cols], np.asarray(self._upper)[cols]
+
+    def add_rows(self, family, rows):
+        if self._h is not None:
+            return self._add_rows_to_solver(family, rows)
+        columns, index, value = self._columns, self._index, self._value
+        for key, terms, lo, hi in rows:
+            self._starts.append(len(index))
+            index.extend([columns[var][k] for var, k, _ in terms])
+            value.extend([coef for _, _, coef in terms])
+            self._row_lower.append(lo)
+            self._row_upper.append(hi)
+            self.row_keys.append((family, key))
+
+    def _add_rows_to_solver(self, family, rows):
+        for key, terms, lo, hi in rows:
+            idx = np.array([self._columns[v][k] for v, k, _ in terms], dtype=np.int32)
+            val = np.array([c for _, _, c in terms], dtype=np.float64)
+            self._h.addRow(lo, hi, len(idx), idx, val)
+            self.row_keys.append((family, key))
+
+    def set_objective(self, terms, constant, maximise):
+        self._cost = {}
+        for var, k, coef in terms:
+            col = self._columns[var][k]
+            self._cost[col] = self._cost.get(col, 0.0) + coef
+        self._offset = constant
+        self._maximise = maximise
+        if self._h is not None:
+            self._pass_objective()
+
+    def highs(self):
+        if self._h is None:
+            import highspy
+
+            h = new_highs()
+            n = len(self._lower)
+            h.addVars(n, np.array(self._lower, dtype=np.float64), np.array(self._upper, dtype=np.float64))
+            if self._integer:
+                cols = np.array(self._integer, dtype=np.int32)
+                h.changeColsIntegrality(len(cols), cols, np.ones(len(cols), dtype=np.uint8))
+            if self._row_lower:
+                h.addRows(
+                    len(self._row_lower),
+                    np.array(self._row_lower, dtype=np.float64),
+                    np.array(self._row_upper, dtype=np.float64),
+                    len(self._index),
+                    np.array(self._starts, dtype=np.int32),
+                    np.array(self._index, dtype=np.int32),
+                    np.array(self._value, dtype=np.float64),
+                )
+            self._h = h
+            self._sense = highspy.ObjSense
+            self._pass_objective()
+        return self._h
+
+    def _pass_objective(self):
+        h = self._h
+        n = len(self._lower)
+        costs = np.zeros(n)
+        for col, c in self._cost.items():
+            costs[col] = c
+        h.changeColsCost(n, np.arange(n, dtype=np.int32), costs)
+        h.changeObjectiveOffset(self._offset)
+        h.changeObjectiveSense(self._sense.kMaximize if self._maximise else self._sense.kMinimize)
+
+
+class PyomoBuilder(Builder):
+    """The same rows as Pyomo components, handed to HiGHS by Pyomo's persistent interface."""
+
+    def __init__(self, name: str = "optsched"):
+        import pyomo.environ as pyo
+
+        self.pyo = pyo
+        self.model = pyo.ConcreteModel(name=name)
+        self._solver = None
+        self._pending: list = []
+
+    def add_variables(self, name, keys, lower, upper, integer):
+        if self._solver is not None:
+            raise RuntimeError("add variables before the model is first solved")
+        pyo = self.pyo
+        keys = list(keys)
+        bounds = {k: (lo, None if hi == float("inf") else hi) for k, lo, hi in zip(keys, lower, upper)}
+        domain = pyo.Integers if integer else pyo.Reals
+        var = pyo.Var(pyo.Set(initialize=keys, dimen=None), domain=domain, bounds=lambda m, *k: bounds[k if len(k) > 1 else k[0]])
+        setattr(self.model, name, var)
+
+    def column(self, name, key):
+        var = getattr(self.model, name)[key]
+        return self._solver._pyomo_var_to_solver_var_map[id(var)]
+
+    def add_rows(self, family, rows):
+        pyo = self.pyo
+        component = getattr(self.model, family, None)
+        if component is None:
+            component = pyo.Constraint(pyo.Any)
+            setattr(self.model, family, component)
+        for key, terms, lo, hi in rows:
+            expr = sum(coef * getattr(self.model, var)[k] for var, k, coef in terms)
+            component[key] = (None if lo == -float("inf") else lo, expr, None if hi == float("inf") else hi)
+            if self._solver is not None:
+                self._pending.append(component[key])
+
+    def set_objective(self, terms, constant, maximise):
+        pyo = self.pyo
+        if hasattr(self.model, "objective"):
+            self.model.del_component("objective")
+        expr = constant + sum(coef * getattr(self.model, var)[k] for var, k, coef in terms)
+        self.model.objective = pyo.Objective(expr=expr, sense=pyo.maximize if maximise else pyo.minimize)
+        if self._solver is not None:
+            self._solver.set_objective(self.model.objective)
+
+    def highs(self):
+        if self._solver is None:
+            from pyomo.contrib.solver.solvers.highs import Highs
+
+            self._solver = Highs()
+            self._solver._active_config = self._solver.config
+            self._solver.set_instance(self.model)
+        elif self._pending:
+            self._solver.add_constraints(self._pending)
+            self._pending = []
+        return configure(self._solver._solver_model)
+
+
+BACKENDS = {"highs": HighsBuilder, "pyomo": PyomoBuilder}
+
+
+def make_builder(backend: str, name: str) -> Builder:
+    try:
+        return BACKENDS[backend](name)
+    except KeyError:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {sorted(BACKENDS)}") from None

@@ -1,0 +1,172 @@
+"""Plans assembled from integer allocations, every number recomputed exactly (shared by planner and baselines)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+from optsched.model.amdahl import speedup
+from optsched.model.data import ModelData
+from optsched.model.objectives import Objective
+from optsched.schema.plan import Allocation, DeviceUse, Placement, Plan, Status
+
+# Deadlines are met when runtime <= deadline * (1 + DEADLINE_RTOL): the solver's feasibility tolerance.
+DEADLINE_RTOL = 1e-6
+
+Counts = dict[tuple[int, int, int], int]  # (job, group, level) -> devices
+
+
+def relative_gap(value: float | None, bound: float | None) -> float:
+    if value is None or bound is None:
+        return math.inf
+    return abs(bound - value) / max(abs(value), 1e-9)
+
+
+def host_option(data: ModelData, j: int, counts):
+    used = [o for o in data.options_of_job[j] if counts.get(o.key, 0) > 0]
+    return max(used, key=lambda o: o.speed, default=None)
+
+
+def host_and_aggregate(data: ModelData, j: int, counts) -> tuple[float, float]:
+    host = host_option(data, j, counts)
+    r = sum(o.speed * counts.get(o.key, 0) for o in data.options_of_job[j])
+    return (host.speed if host else 0.0), r
+
+
+def exact_speedups(data: ModelData, counts) -> list[float]:
+    return [speedup(job.parallel_fraction, *host_and_aggregate(data, j, counts)) for j, job in enumerate(data.jobs)]
+
+
+def weighted(data: ModelData, speedups: list[float]) -> float:
+    return sum(job.objective_weight * s for job, s in zip(data.jobs, speedups))
+
+
+def power(data: ModelData, counts, domain: str | None = None) -> float:
+    total = 0.0
+    for g, group in enumerate(data.groups):
+        if domain is not None and group.domain != domain:
+            continue
+        used = 0
+        for o in data.options_of_group[g]:
+            n = counts.get(o.key, 0)
+            used += n
+            total += n * o.cap_w
+        total += (group.count - used) * group.idle_w
+    return total
+
+
+def domains(data: ModelData) -> list[str]:
+    return sorted({g.domain for g in data.groups if g.domain is not None} | set(data.workload.power.domains))
+
+
+def device_uses(data: ModelData, counts) -> tuple[DeviceUse, ...]:
+    uses = []
+    for g, group in enumerate(data.groups):
+        used = sum(counts.get(o.key, 0) for o in data.options_of_group[g])
+        power = sum(counts.get(o.key, 0) * o.cap_w for o in data.options_of_group[g]) + (group.count - used) * group.idle_w
+        uses.append(
+            DeviceUse(
+                device=group.id,
+                model=group.model,
+                domain=group.domain,
+                used=used,
+                idle=group.count - used,
+                power_w=power,
+                idle_w=group.idle_w,
+                memory_gb=group.memory_gb,
+                power_levels=tuple((lv.cap_w, lv.speed) for lv in group.power_levels),
+            )
+        )
+    return tuple(uses)
+
+
+def placements(data: ModelData, counts) -> tuple[Placement, ...]:
+    out = []
+    for j, job in enumerate(data.jobs):
+        used = sorted(
+            (o for o in data.options_of_job[j] if counts.get(o.key, 0) > 0), key=lambda o: (-o.speed, o.group, o.level)
+        )
+        s_host, r = host_and_aggregate(data, j, counts)
+        s = speedup(job.parallel_fraction, s_host, r)
+        admitted = bool(used)
+        runtime = job.work_hours / s if admitted else None
+        meets = None
+        if job.deadline_hours is not None:
+            meets = admitted and runtime <= job.deadline_hours * (1 + DEADLINE_RTOL)
+        out.append(
+            Placement(
+                job=job.id,
+                priority=job.priority.value,
+                admitted=admitted,
+                speedup=s,
+                runtime_hours=runtime,
+                deadline_hours=job.deadline_hours,
+                meets_deadline=meets,
+                allocations=tuple(
+                    Allocation(
+                        device=data.groups[o.group].id,
+                        count=counts[o.key],
+                        cap_w=o.cap_w,
+                        speed=o.speed,
+                        work_fraction=o.speed / r,
+                    )
+                    for o in used
+                ),
+            )
+        )
+    return tuple(out)
+
+
+def extract(
+    data: ModelData, objective: Objective, counts, status: Status, bound: float | None, warnings, started, rounds: int
+) -> Plan:
+    """The plan of integer allocations `counts`, every number recomputed exactly from them."""
+    exact = exact_speedups(data, counts)
+    ws = weighted(data, exact)
+    total = power(data, counts)
+    value = objective.value(ws, total)
+    if bound is not None:
+        # The best plan is exact; a bound that crosses it by rounding is clamped to it.
+        bound = max(bound, value) if objective.sense == "max" else min(bound, value)
+    return Plan(
+        workload=data.workload.name,
+        objective_name=objective.name,
+        status=status,
+        objective=value,
+        bound=bound,
+        gap=relative_gap(value, bound) if bound is not None else None,
+        solve_seconds=time.monotonic() - started,
+        weighted_speedup=ws,
+        power_w=total,
+        power_by_domain={d: power(data, counts, d) for d in domains(data)},
+        budget_w=data.workload.power.budget_w,
+        budget_by_domain=dict(data.workload.power.domains),
+        placements=placements(data, counts),
+        devices=device_uses(data, counts),
+        warnings=warnings,
+        rounds=rounds,
+    )
+
+
+def empty_plan(data: ModelData, status: Status, diagnosis, warnings, started, rounds: int) -> Plan:
+    """A plan with nothing placed: for infeasible workloads and solves that found no plan in time."""
+    counts: dict = {}
+    return Plan(
+        workload=data.workload.name,
+        objective_name=data.workload.objective,
+        status=status,
+        objective=None,
+        bound=None,
+        gap=None,
+        solve_seconds=time.monotonic() - started,
+        weighted_speedup=0.0,
+        power_w=power(data, counts),
+        power_by_domain={d: power(data, counts, d) for d in domains(data)},
+        budget_w=data.workload.power.budget_w,
+        budget_by_domain=dict(data.workload.power.domains),
+        placements=placements(data, counts),
+        devices=device_uses(data, counts),
+        diagnosis=tuple(diagnosis),
+        warnings=warnings,
+        rounds=rounds,
+    )

@@ -1,0 +1,361 @@
+"""`optsched.plan`: validate, build, solve with cut refinement, extract an exact plan."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from optsched.model.amdahl import speedup, tangent_point
+from optsched.solve.extract import (
+    empty_plan,
+    exact_speedups,
+    extract,
+    host_and_aggregate,
+    host_option,
+    power,
+    relative_gap,
+    weighted,
+)
+from optsched.solve.backends import Builder
+from optsched.baselines.placement import greedy_fill, round_and_repair
+from optsched.model.data import ModelData
+from optsched.explain.diagnosis import diagnose_infeasible, precheck
+from optsched.model.constraints import ExtraFunctionality, add_tangent_cut, build_model, needs_host
+from optsched.model.objectives import OBJECTIVES, TIE_BREAK_SHARE, Objective
+from optsched.schema.plan import Plan, Status
+from optsched.solve.highs import Outcome
+from optsched.schema.workload import Workload, workload_warnings
+
+# A modelled speedup this far above the exact one gets a new tangent cut at the current point.
+CUT_TOLERANCE = 1e-7
+MAX_ROUNDS = 50
+# The elastic MILP behind the suggestions of an infeasible plan gets at most this long.
+SUGGESTION_TIME_LIMIT_S = 20.0
+# Below the solver's feasibility tolerances (1e-7 per row, speeds summed over many rows) a gap means nothing:
+# objectives this close count as equal, and a requested gap below MIN_GAP is treated as MIN_GAP.
+ABS_GAP = 1e-6
+MIN_GAP = 1e-6
+# Share of the time limit the LP cut loop may use (after its first LP, which always runs).
+RELAXATION_SHARE = 0.3
+# Share of the time limit the first LP may take before the planner falls back to a greedy plan.
+FIRST_LP_SHARE = 0.6
+# Share of the remaining time the LP-neighbourhood sub-MIP may use before the full MILP gets the rest.
+NEIGHBOURHOOD_SHARE = 0.25
+
+WorkloadSource = Workload | Mapping[str, Any] | str | Path
+
+
+def plan(
+    source: WorkloadSource,
+    *,
+    time_limit_s: float | None = None,
+    mip_gap: float | None = None,
+    threads: int | None = None,
+    backend: str = "highs",
+    extra_functionality: ExtraFunctionality | None = None,
+    warm_start: Mapping[str, Mapping[tuple[str, float], int]] | None = None,
+    progress: Progress | None = None,
+) -> Plan:
+    """Plan a workload (object, dict, JSON path or JSON text). Raises InvalidWorkload; never mutates the input.
+
+    `backend` is "highs" (the matrix straight to highspy) or "pyomo" (Pyomo's persistent interface); both build
+    the same rows. `warm_start` maps job id -> {(device id, cap_w): count}, e.g. a baseline's allocations.
+    `progress(seconds, incumbent, bound)` is called whenever the best plan or the bound improves.
+    """
+    started = time.monotonic()
+    workload = Workload.load(source)
+    validated = time.monotonic()
+    time_limit = workload.options.time_limit_s if time_limit_s is None else time_limit_s
+    gap = workload.options.mip_gap if mip_gap is None else mip_gap
+    data = ModelData(workload)
+    warnings = tuple(workload_warnings(workload))
+
+    reasons = precheck(data)
+    if reasons:
+        return _infeasible(data, reasons, warnings, started, 0, time_limit)
+    objective = OBJECTIVES[workload.objective]
+    if not data.options:
+        # Nothing can run anywhere and precheck found no must-run job: the empty plan is the only plan.
+        empty = _Search(best={}, rounds=0, proven=True)
+        empty.best_value = empty.bound = objective.value(0.0, power(data, {}))
+        return extract(data, objective, {}, Status.optimal, empty.bound, warnings, started, rounds=0)
+
+    b = build_model(data, backend=backend, extra_functionality=extra_functionality)
+    built = time.monotonic()
+    b.highs()
+    handed_off = time.monotonic()
+    deadline = started + time_limit
+    start = _counts_from_allocations(data, warm_start) if warm_start else None
+    search = _Search(started=started, progress=progress)
+    _refine(search, b, data, objective, gap, deadline, threads, start, extra_rows=extra_functionality is not None)
+    solved = time.monotonic()
+    timings = {
+        "validate": validated - started,
+        "build": built - validated,
+        "handoff": handed_off - built,
+        "solve": solved - handed_off,
+        "highs": b.solve_seconds,
+    }
+
+    if search.infeasible:
+        return _infeasible(data, diagnose_infeasible(data), warnings, started, search.rounds, time_limit)
+    if search.best is None:
+        empty = empty_plan(data, Status.no_solution, (), warnings, started, search.rounds)
+        return empty.model_copy(update={"timings": timings, "bound": search.bound})
+    status = Status.optimal if search.proven else Status.time_limit
+    plan = extract(data, objective, search.best, status, search.bound, warnings, started, search.rounds)
+    timings["extract"] = time.monotonic() - solved
+    return plan.model_copy(update={"timings": timings})
+
+
+Progress = Callable[[float, float | None, float | None], None]
+
+
+def _infeasible(data: ModelData, reasons, warnings, started: float, rounds: int, time_limit: float) -> Plan:
+    """The infeasible plan: why (diagnosis) and what would make it feasible (suggestions, from the elastic MILP)."""
+    from optsched.explain.suggestions import suggest_changes
+
+    changes = suggest_changes(data.workload, time_limit_s=max(1.0, min(SUGGESTION_TIME_LIMIT_S, time_limit)))
+    plan = empty_plan(data, Status.infeasible, tuple(reasons), warnings, started, rounds)
+    return plan.model_copy(update={"suggestions": tuple(changes), "solve_seconds": time.monotonic() - started})
+
+
+@dataclass
+class _Search:
+    started: float = 0.0
+    progress: Progress | None = None
+    best: dict[tuple[int, int, int], int] | None = None
+    best_value: float | None = None
+    bound: float | None = None
+    rounds: int = 0
+    infeasible: bool = False
+    proven: bool = False
+
+
+def _refine(
+    search: _Search,
+    b: Builder,
+    data: ModelData,
+    objective: Objective,
+    gap: float,
+    deadline: float,
+    threads,
+    start,
+    extra_rows: bool = False,
+) -> _Search:
+    """Outer approximation: tighten the tangent cuts on the LP relaxation, then solve the MILP, compare modelled
+    and exact speedups at its solution, add cuts where they differ, and solve again until they agree."""
+    maximise = objective.sense == "max"
+    # Rows added by extra_functionality are invisible to the heuristics: their plans then only seed HiGHS,
+    # which checks every row, and are never accepted as they are.
+    trusted = not extra_rows
+    # The empty plan is feasible whenever no job must run (precheck already compared idle draw with budgets):
+    # with it, a solver that reports "infeasible" by mistake can never turn a feasible workload infeasible.
+    seeds = [{}] + ([start] if start is not None else [])
+    relaxation = tighten_relaxation(b, data, deadline, threads)
+    if relaxation is not None and relaxation.values is not None:
+        _improve_bound(search, primary_bound(b, data, objective, relaxation.bound), maximise)
+        fractional = b.values(relaxation, "n", (o.key for o in data.options))
+        seeds.append(round_and_repair(data, fractional))
+    else:
+        # No LP in time (very large workloads): a greedy plan, and the bound no plan can pass.
+        seeds.append(greedy_fill(data))
+        _improve_bound(search, _trivial_bound(data, objective), maximise)
+    if trusted:
+        for counts in seeds:
+            _consider(search, data, objective, counts)
+        if relaxation is not None and relaxation.values is not None and not _within_gap(search, gap):
+            _consider(search, data, objective, _solve_neighbourhood(b, data, fractional, search, gap, deadline, threads))
+    if search.best is not None and _within_gap(search, gap):
+        # A plan within the gap of the LP bound: proven without branching on the whole model.
+        search.proven = True
+        return search
+    seed = search.best if trusted else next((c for c in reversed(seeds) if _feasible(data, c)), None)
+    warm = _warm_start(b, data, seed) if seed is not None else None
+    while search.rounds < MAX_ROUNDS:
+        search.rounds += 1
+        result = b.solve(wall_deadline=deadline, mip_gap=gap, threads=threads, warm_start=warm)
+        if result.outcome == Outcome.infeasible:
+            search.infeasible = search.best is None
+            return search
+        if result.outcome in (Outcome.error, Outcome.limit_without_solution):
+            return search
+        counts = {k: int(round(v)) for k, v in b.values(result, "n", (o.key for o in data.options)).items()}
+        exact = exact_speedups(data, counts)
+        _consider(search, data, objective, counts)
+        _improve_bound(search, primary_bound(b, data, objective, result.bound), maximise)
+        if result.outcome == Outcome.optimal and _within_gap(search, gap):
+            search.proven = True
+            return search
+        if result.outcome != Outcome.optimal or time.monotonic() >= deadline:
+            return search
+        modelled = b.values(result, "S", range(len(data.jobs)))
+        if not _add_cuts(b, data, counts, exact, modelled):
+            # The model is exact at its optimum: its bound stands and nothing is left to refine.
+            search.proven = True
+            return search
+        warm = _warm_start(b, data, search.best)
+    return search
+
+
+def _trivial_bound(data: ModelData, objective: Objective) -> float | None:
+    """Every job at its best speedup, ignoring capacity and power (max); the idle draw (min)."""
+    if objective.sense == "max":
+        return sum(job.objective_weight * data.best_speedup(j) for j, job in enumerate(data.jobs))
+    return data.idle_power_w
+
+
+def _consider(search: _Search, data: ModelData, objective: Objective, counts) -> None:
+    """Keep `counts` as the incumbent if it is a feasible plan better than the one we have."""
+    if counts is None or not _feasible(data, counts):
+        return
+    value = objective.value(weighted(data, exact_speedups(data, counts)), power(data, counts))
+    if search.best_value is None or (value > search.best_value if objective.sense == "max" else value < search.best_value):
+        search.best, search.best_value = counts, value
+        _report(search)
+
+
+def _improve_bound(search: _Search, bound: float | None, maximise: bool) -> None:
+    tighter = _tighter(search.bound, bound, maximise)
+    if tighter != search.bound:
+        search.bound = tighter
+        _report(search)
+
+
+def _report(search: _Search) -> None:
+    if search.progress is not None:
+        search.progress(time.monotonic() - search.started, search.best_value, search.bound)
+
+
+def _solve_neighbourhood(b: Builder, data: ModelData, fractional, search: _Search, gap, deadline, threads):
+    """RENS: the MILP with each n limited to [0, ceil(LP value)]: a small sub-MIP whose plans stay near the LP."""
+    budget = min(deadline, time.monotonic() + max(1.0, NEIGHBOURHOOD_SHARE * (deadline - time.monotonic())))
+    box = {("n", o.key): (0.0, float(math.ceil(fractional[o.key] - 1e-6))) for o in data.options}
+    warm = _warm_start(b, data, search.best) if search.best is not None else None
+    result = b.solve_within(
+        box, wall_deadline=budget, mip_gap=gap / 2, threads=threads, warm_start=warm, presolve=True
+    )
+    if result.values is None:
+        return None
+    return {k: int(round(v)) for k, v in b.values(result, "n", (o.key for o in data.options)).items()}
+
+
+def tighten_relaxation(b: Builder, data: ModelData, deadline: float, threads, max_passes: int = 8):
+    """Kelley's cutting planes on the LP relaxation: add the tangent at each job's LP point until S is exact there.
+    Returns the last LP result (its bound is valid for the MILP), or None when the LP found nothing."""
+    result = None
+    # Refining the relaxation may use a share of the time, and even the first LP must leave time for a
+    # fallback plan when it cannot finish (very large workloads).
+    remaining = max(0.0, deadline - time.monotonic())
+    stop = time.monotonic() + RELAXATION_SHARE * remaining
+    first_lp_deadline = time.monotonic() + FIRST_LP_SHARE * remaining
+    for _ in range(max_passes):
+        if result is not None and time.monotonic() >= stop:
+            return result
+        lp_deadline = deadline if result is not None else first_lp_deadline
+        latest = b.solve(wall_deadline=lp_deadline, mip_gap=0.0, threads=threads, relax=True)
+        if latest.outcome != Outcome.optimal:
+            return result
+        result = latest
+        x = result.values
+        added = 0
+        for j, job in enumerate(data.jobs):
+            p = job.parallel_fraction
+            if not 0.0 < p < 1.0:
+                continue
+            s_host, r, s = (x[b.column(v, j)] for v in ("s_host", "R", "S"))
+            if s_host <= 1e-9 or r <= 1e-9:
+                continue
+            if s > speedup(p, s_host, r) * (1 + CUT_TOLERANCE) + CUT_TOLERANCE:
+                added += add_tangent_cut(b, data, j, tangent_point(p, s_host, r))
+        if not added:
+            return result
+    # Cuts were added after the last LP: its bound is still valid, only looser.
+    return result
+
+
+def _feasible(data: ModelData, counts) -> bool:
+    """A heuristic allocation that satisfies every must-run job and every budget (capacity holds by construction)."""
+    from optsched.baselines.placement import Fleet, job_satisfied
+
+    fleet = Fleet(data)
+    for key, n in counts.items():
+        fleet.take(data.option_by_key[key], n)
+    must = OBJECTIVES[data.workload.objective].admit_all
+    placed = {key[0] for key, n in counts.items() if n > 0}
+    return (
+        fleet.within_budgets
+        and all(f >= 0 for f in fleet.free)
+        and all(job_satisfied(data, j, counts) for j in placed)
+        and all(j in placed for j, job in enumerate(data.jobs) if job.is_hard or must)
+    )
+
+
+def _add_cuts(b: Builder, data: ModelData, counts, exact: list[float], modelled) -> int:
+    added = 0
+    for j, job in enumerate(data.jobs):
+        if modelled[j] <= exact[j] * (1 + CUT_TOLERANCE) + CUT_TOLERANCE:
+            continue
+        s_host, r = host_and_aggregate(data, j, counts)
+        if 0.0 < job.parallel_fraction < 1.0 and s_host > 0:
+            added += add_tangent_cut(b, data, j, tangent_point(job.parallel_fraction, s_host, r))
+    return added
+
+
+def _warm_start(b: Builder, data: ModelData, counts) -> dict:
+    """A plan with its exact speedups satisfies every cut (they touch S from above), so it is a valid start."""
+    warm: dict = {("n", k): float(counts.get(k, 0)) for k in (o.key for o in data.options)}
+    exact = exact_speedups(data, counts)
+    for j in range(len(data.jobs)):
+        s_host, r = host_and_aggregate(data, j, counts)
+        host = host_option(data, j, counts)
+        warm[("a", j)] = float(host is not None)
+        warm[("S", j)] = exact[j]
+        warm[("R", j)] = r
+        warm[("s_host", j)] = s_host if needs_host(data, j) else 0.0
+        for o in data.host_options(j):
+            warm[("h", o.key)] = float(host is not None and o.key == host.key)
+    return warm
+
+
+def _counts_from_allocations(data: ModelData, allocations) -> dict[tuple[int, int, int], int]:
+    """{job id: {(device id, cap_w): count}} to model keys; entries the model cannot express are dropped."""
+    job_index = {job.id: j for j, job in enumerate(data.jobs)}
+    key_of = {(o.job, data.groups[o.group].id, o.cap_w): o.key for o in data.options}
+    counts: dict[tuple[int, int, int], int] = {}
+    for job_id, per_device in allocations.items():
+        for (device, cap_w), n in per_device.items():
+            key = key_of.get((job_index.get(job_id), device, float(cap_w)))
+            if key is not None and n > 0:
+                counts[key] = counts.get(key, 0) + int(n)
+    return counts
+
+
+def _within_gap(search: _Search, gap: float) -> bool:
+    # The tie-break term may widen the bound by TIE_BREAK_SHARE of the gap (see objectives.py).
+    if search.best_value is None or search.bound is None:
+        return False
+    if abs(search.bound - search.best_value) <= ABS_GAP:
+        return True
+    return relative_gap(search.best_value, search.bound) <= max(gap, MIN_GAP) * (1 + TIE_BREAK_SHARE)
+
+
+def _tighter(old: float | None, new: float | None, maximise: bool) -> float | None:
+    if new is None:
+        return old
+    if old is None:
+        return new
+    return min(old, new) if maximise else max(old, new)
+
+
+def primary_bound(b: Builder, data: ModelData, objective: Objective, model_bound: float | None) -> float | None:
+    """The solver bounds primary - eps * power (max) or power - eps * speedup (min); turn that into a bound on the
+    primary objective alone: + eps * peak power for max; the min bound is already valid (eps * speedup >= 0)."""
+    if model_bound is None or not math.isfinite(model_bound):
+        return None
+    if objective.sense == "max":
+        return model_bound + b.tie_break_weight * data.peak_power_w
+    return model_bound

@@ -1,0 +1,41 @@
+"""Promise 2's check for one workload: the plan verifies, and no baseline beats an `optimal` plan.
+
+Shared by tests/reliability/test_feasible.py (CI: 100 workloads) and bench/reliability.py (1,000).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import optsched
+from optsched.baselines import BASELINES
+from optsched.schema.plan import Plan, Status
+from optsched.solve.planner import MIN_GAP
+from optsched.schema.workload import Workload
+
+# Objectives are sums of speedups or watts of order 1-1000; this absorbs float noise in the recomputation.
+ABS_TOL = 1e-6
+
+
+def check_plan_and_baselines(document: dict[str, Any]) -> tuple[Plan, dict[str, Plan]]:
+    """Plan, verify, run every baseline, verify each; then compare (see the module docstring). Returns them."""
+    plan = optsched.plan(document)
+    assert optsched.verify(document, plan) == [], (plan.status, optsched.verify(document, plan))
+    baselines = {name: baseline(document) for name, baseline in BASELINES.items()}
+    for name, result in baselines.items():
+        assert optsched.verify(document, result) == [], (name, optsched.verify(document, result))
+    feasible = {name: result for name, result in baselines.items() if result.feasible}
+    if plan.status == Status.infeasible:
+        # A baseline plan the verifier accepts would prove the workload feasible.
+        assert not feasible, f"the planner says infeasible, but {sorted(feasible)} found a valid plan"
+    if plan.status == Status.optimal:
+        workload = Workload.load(document)
+        gap = max(workload.options.mip_gap, MIN_GAP)
+        for name, result in feasible.items():
+            if workload.objective == "weighted_speedup":
+                limit = min(plan.bound, plan.weighted_speedup * (1 + gap)) + ABS_TOL * max(1.0, abs(plan.bound))
+                assert result.weighted_speedup <= limit, (name, result.weighted_speedup, plan.weighted_speedup)
+            else:  # min_power: every job admitted at the least power
+                limit = max(plan.bound, plan.power_w * (1 - gap)) - ABS_TOL * max(1.0, abs(plan.power_w))
+                assert result.power_w >= limit, (name, result.power_w, plan.power_w)
+    return plan, baselines

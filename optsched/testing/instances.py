@@ -1,0 +1,91 @@
+"""Seeded generator of realistic workloads from the shipped device catalog.
+
+Per-job speed on each device type varies as in Gavel's throughput matrix (a job may be relatively slower on
+a type that is faster for others); cap curves come from the catalog (Zeus measurements); parallel fractions
+0.8-0.999; mixed priorities; deadlines on a third of the jobs; budgets at 50-90 % of peak power.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from optsched.schema.catalog import device_catalog
+from optsched.schema.workload import Workload
+
+SIZES: dict[str, tuple[int, int, int]] = {  # jobs, device groups, power levels
+    "S": (20, 4, 3),
+    "M": (200, 16, 4),
+    "L": (1000, 32, 4),
+    "XL": (5000, 64, 4),
+    "T": (60, 8, 4),  # quick to find plans, slow to prove: the time-limit test's instance
+}
+GPU_MODELS = ("H100-SXM", "A100-SXM", "V100-SXM2", "A40", "L4", "T4", "V100-PCIe")
+PRIORITIES = (("critical", 0.05), ("high", 0.15), ("normal", 0.5), ("low", 0.3))
+
+
+def generate(size: str, seed: int, *, options: dict[str, float] | None = None) -> Workload:
+    """Workload `size`-`seed`; `options` (time_limit_s, mip_gap) default to the planner's own defaults."""
+    n_jobs, n_groups, n_levels = SIZES[size]
+    rng = random.Random(f"{size}-{seed}")
+    catalog = device_catalog()
+    # About one device per 1.2 jobs at every size, so hard jobs (a fifth of them) always fit somewhere.
+    scale = max(1, round(n_jobs / (n_groups * 20)))
+    devices = []
+    for g in range(n_groups):
+        model = GPU_MODELS[g % len(GPU_MODELS)] if g < len(GPU_MODELS) else rng.choice(GPU_MODELS)
+        entry = catalog[model]
+        levels = entry["power_levels"][:n_levels] if n_levels >= len(entry["power_levels"]) else _pick_levels(
+            entry["power_levels"], n_levels
+        )
+        devices.append(
+            {
+                "id": f"{model.lower()}-{g}",
+                "model": model,
+                "count": (rng.choice((4, 8, 8, 16)) if size == "S" else rng.choice((8, 16, 16, 32))) * scale,
+                "domain": f"rack{g % 2 + 1}",
+                "power_levels": levels,
+            }
+        )
+    # Enough demand that devices are contended: about 1.5 jobs per device at most sizes.
+    jobs = []
+    for j in range(n_jobs):
+        priority = rng.choices([p for p, _ in PRIORITIES], weights=[w for _, w in PRIORITIES])[0]
+        work = round(rng.uniform(8, 400), 1)
+        job: dict[str, Any] = {
+            "id": f"job-{j:05d}",
+            "work_hours": work,
+            "parallel_fraction": round(rng.uniform(0.8, 0.999), 3),
+            "priority": priority,
+            "weight": rng.choice((1.0, 1.0, 2.0)),
+            "max_devices": rng.choice((1, 2, 4, 8, 16, 32)),
+            "speed_on": {m: round(rng.lognormvariate(0, 0.25), 2) for m in GPU_MODELS if rng.random() < 0.4},
+        }
+        if rng.random() < 0.2:
+            job["memory_gb"] = rng.choice((20, 30, 40))
+        if rng.random() < 1 / 3:
+            # Reachable on about two reference devices, with some slack for hard jobs.
+            slack = rng.uniform(1.2, 3.0) if priority in ("critical", "high") else rng.uniform(0.5, 2.0)
+            job["deadline_hours"] = round(work / 2.0 * slack, 2)
+        jobs.append(job)
+    peak = sum(d["count"] * max(lv["cap_w"] for lv in d["power_levels"]) for d in devices)
+    share = rng.uniform(0.5, 0.9)
+    rack_peak = {r: sum(d["count"] * d["power_levels"][0]["cap_w"] for d in devices if d["domain"] == r) for r in ("rack1", "rack2")}
+    power = {"budget_w": round(peak * share), "domains": {r: round(p * min(1.0, share + 0.1)) for r, p in rack_peak.items()}}
+    return Workload.load(
+        {
+            "name": f"{size}-seed{seed}",
+            "devices": devices,
+            "jobs": jobs,
+            "power": power,
+            "options": options or {},
+        }
+    )
+
+
+def _pick_levels(levels: list[dict[str, float]], n: int) -> list[dict[str, float]]:
+    """Keep the top and bottom caps and spread the rest evenly."""
+    if n >= len(levels):
+        return list(levels)
+    step = (len(levels) - 1) / (n - 1)
+    return [levels[round(i * step)] for i in range(n)]

@@ -1,0 +1,472 @@
+"""Independent timeline verifier: recompute a night plan from its segments and list every violation.
+
+It shares no code with the night planner or the baselines; it reads only the queue (Workload) and the
+NightPlan schema, and uses the plan verifier's formula helpers. The rules, from the written semantics:
+
+* every queue job appears once, echoing its fields; its segments are ordered, disjoint, on existing
+  devices (index < count) at existing caps, eligible, with min_devices..max_devices devices;
+* at every instant no device serves two jobs, and every budget in force holds: the global budget
+  (a window's inside it, else power.budget_w) and each domain budget; used devices draw their cap,
+  the others idle_w;
+* no job runs before its release or before every job it comes `after` has finished;
+* a segment's speedup is the heterogeneous Amdahl S of its devices, its work S x duration, and a finished
+  job's work adds up to work_hours (restart segments, after a preemption, do no work and last restart_hours);
+* reported starts, finishes, deadlines met, event power and the summary figures match a recomputation.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from optsched.schema.errors import FieldError, InvalidPlan
+from optsched.schema.night import JobTimeline, NightPlan, NightStatus, Segment
+from optsched.verify.placement import (
+    amdahl_speedup,
+    device_speed,
+    find_level,
+    ineligibility,
+    job_weight,
+    read_plan_document,
+)
+from optsched.schema.workload import (
+    HARD_PRIORITIES,
+    DeviceGroup,
+    Job,
+    Priority,
+    Workload,
+    field_errors,
+)
+
+__all__ = ["load_night_plan", "verify_timeline"]
+
+TIME_TOL = 1e-6  # hours
+
+
+class _Ctx:
+    def __init__(self, w: Workload, p: NightPlan, rel_tol: float):
+        self.w, self.p, self.rel_tol = w, p, rel_tol
+        self.groups: dict[str, DeviceGroup] = {g.id: g for g in w.devices}
+        self.jobs: dict[str, Job] = {j.id: j for j in w.jobs}
+        self.timelines: dict[str, JobTimeline] = {}
+        for t in p.jobs:
+            self.timelines.setdefault(t.job, t)
+        self.profile = self._profile()
+
+    def close(self, a: float, b: float) -> bool:
+        return math.isclose(a, b, rel_tol=self.rel_tol, abs_tol=self.rel_tol)
+
+    def iso(self, hours: float) -> str:
+        return (self.p.start + timedelta(hours=hours)).isoformat(timespec="seconds")
+
+    def budget_at(self, hours: float) -> float | None:
+        for window in self.w.power.windows:
+            if window.from_hours <= hours < window.to_hours:
+                return window.budget_w
+        return self.w.power.budget_w
+
+    def level(self, job: Job, group: DeviceGroup, cap_w: float, speed: float):
+        factor = job.speed_on.get(group.model, 1.0)
+        return find_level(group, cap_w, speed / factor, self.rel_tol)
+
+    def segment_speedup(self, job: Job, seg: Segment) -> float:
+        units = []
+        for a in seg.allocations:
+            group = self.groups.get(a.device)
+            level = self.level(job, group, a.cap_w, a.speed) if group is not None else None
+            if level is not None:
+                units.append((len(a.devices), device_speed(job, group, level)))
+        return amdahl_speedup(job.parallel_fraction, units)[0]
+
+    def _profile(self) -> list[tuple[float, float, float, dict[str, float]]]:
+        """(from, to, fleet W, W per domain) over elementary intervals from 0 to the last boundary."""
+        cuts = {0.0}
+        for t in self.p.jobs:
+            for s in t.segments:
+                cuts.update((s.from_hours, s.to_hours))
+        for window in self.w.power.windows:
+            cuts.update((window.from_hours, window.to_hours))
+        points = sorted(cuts)
+        out = []
+        for a, b in pairwise(points):
+            mid = (a + b) / 2
+            busy: dict[str, int] = defaultdict(int)
+            caps: dict[str, float] = defaultdict(float)
+            for t in self.p.jobs:
+                for s in t.segments:
+                    if s.from_hours <= mid < s.to_hours:
+                        for alloc in s.allocations:
+                            busy[alloc.device] += len(alloc.devices)
+                            caps[alloc.device] += len(alloc.devices) * alloc.cap_w
+            by_domain: dict[str, float] = defaultdict(float)
+            total = 0.0
+            for g in self.w.devices:
+                draw = caps[g.id] + max(g.count - busy[g.id], 0) * g.idle_w
+                total += draw
+                if g.domain is not None:
+                    by_domain[g.domain] += draw
+            out.append((a, b, total, dict(by_domain)))
+        return out
+
+    def draw_at(self, hours: float) -> tuple[float, dict[str, float]]:
+        for a, b, total, by_domain in self.profile:
+            if a - TIME_TOL <= hours < b - TIME_TOL:
+                return total, by_domain
+        idle = sum(g.idle_w * g.count for g in self.w.devices)
+        domains: dict[str, float] = defaultdict(float)
+        for g in self.w.devices:
+            if g.domain is not None:
+                domains[g.domain] += g.idle_w * g.count
+        return idle, dict(domains)
+
+
+def check_jobs_listed(ctx: _Ctx) -> list[str]:
+    """Every queue job appears exactly once and echoes priority, weight, work, release, after and deadline."""
+    out = []
+    counts: dict[str, int] = defaultdict(int)
+    for t in ctx.p.jobs:
+        counts[t.job] += 1
+        if t.job not in ctx.jobs:
+            out.append(f"job {t.job!r}: in the timeline but not in the queue")
+    for job in ctx.w.jobs:
+        n = counts.get(job.id, 0)
+        if n != 1:
+            out.append(f"job {job.id!r}: appears {n} times in the timeline (expected once)")
+            continue
+        t = ctx.timelines[job.id]
+        echoes = {
+            "priority": (t.priority, job.priority.value),
+            "weight": (t.weight, job.weight),
+            "work_hours": (t.work_hours, job.work_hours),
+            "release_hours": (t.release_hours, job.release_hours),
+            "after": (tuple(t.after), tuple(job.after)),
+            "deadline_hours": (t.deadline_hours, job.deadline_hours),
+        }
+        for name, (got, want) in echoes.items():
+            if got != want:
+                out.append(f"job {job.id!r}: echoes {name} {got!r}, the queue says {want!r}")
+    return out
+
+
+def check_segments(ctx: _Ctx) -> list[str]:
+    """Segments are ordered and disjoint, timestamps match start + hours, start/finish are the first/last segment's."""
+    out = []
+    for t in ctx.p.jobs:
+        label = f"job {t.job!r}"
+        previous = None
+        for k, s in enumerate(t.segments):
+            if not s.from_hours < s.to_hours:
+                out.append(f"{label}: segment {k} runs from {s.from_hours:g} h to {s.to_hours:g} h (empty or reversed)")
+            if s.from_hours < -TIME_TOL:
+                out.append(f"{label}: segment {k} starts before the night ({s.from_hours:g} h)")
+            if previous is not None and s.from_hours < previous.to_hours - TIME_TOL:
+                out.append(
+                    f"{label}: segment {k} starts at {s.from_hours:g} h, before segment {k - 1} ends ({previous.to_hours:g} h)"
+                )
+            if s.from_ != ctx.iso(s.from_hours) or s.to != ctx.iso(s.to_hours):
+                out.append(f"{label}: segment {k} timestamps {s.from_}..{s.to} do not match its hours")
+            if not s.allocations:
+                out.append(f"{label}: segment {k} holds no device")
+            previous = s
+        first = t.segments[0].from_hours if t.segments else None
+        last = t.segments[-1].to_hours if t.segments else None
+        if not _same(ctx, t.start_hours, first) or not _same(ctx, t.finish_hours, last):
+            out.append(
+                f"{label}: reports start/finish {t.start_hours}/{t.finish_hours} h, segments span {first}/{last} h"
+            )
+        for name, hours, stamp in (("start", t.start_hours, t.start), ("finish", t.finish_hours, t.finish)):
+            if (hours is None) != (stamp is None) or (hours is not None and stamp != ctx.iso(hours)):
+                out.append(f"{label}: {name} timestamp {stamp} does not match {name}_hours {hours}")
+        job = ctx.jobs.get(t.job)
+        if job is not None and t.start_hours is not None:
+            wait = t.start_hours - job.release_hours
+            if t.wait_hours is None or not ctx.close(t.wait_hours, wait):
+                out.append(f"{label}: reports wait_hours {t.wait_hours}, start - release = {wait:.9g} h")
+    return out
+
+
+def check_allocations(ctx: _Ctx) -> list[str]:
+    """Devices exist (index < count, no repeats), caps are levels, speeds are level speed x speed_on, eligible, counts in range."""
+    out = []
+    for t in ctx.p.jobs:
+        job = ctx.jobs.get(t.job)
+        if job is None:
+            continue
+        label = f"job {t.job!r}"
+        for k, s in enumerate(t.segments):
+            n = 0
+            for a in s.allocations:
+                group = ctx.groups.get(a.device)
+                if group is None:
+                    out.append(f"{label}: segment {k} uses unknown device group {a.device!r}")
+                    continue
+                n += len(a.devices)
+                if (
+                    not a.devices
+                    or len(set(a.devices)) != len(a.devices)
+                    or any(i < 0 or i >= group.count for i in a.devices)
+                ):
+                    out.append(
+                        f"{label}: segment {k} names devices {list(a.devices)} of {a.device!r}, which has {group.count}"
+                    )
+                if ctx.level(job, group, a.cap_w, a.speed) is None:
+                    out.append(f"{label}: segment {k}: {a.device!r} has no power level with cap {a.cap_w:g} W")
+                else:
+                    want = device_speed(job, group, ctx.level(job, group, a.cap_w, a.speed))
+                    if not ctx.close(a.speed, want):
+                        out.append(
+                            f"{label}: segment {k}: {a.device!r} at {a.cap_w:g} W reports speed {a.speed:g}, expected {want:g}"
+                        )
+                why = ineligibility(job, group)
+                if why is not None:
+                    out.append(f"{label}: segment {k}: device {a.device!r} is not eligible: {why}")
+            devices = [(a.device, i) for a in s.allocations for i in a.devices]
+            if len(set(devices)) != len(devices):
+                out.append(f"{label}: segment {k} lists a device twice")
+            if n < job.min_devices or (job.max_devices is not None and n > job.max_devices):
+                out.append(f"{label}: segment {k} holds {n} devices, outside min_devices..max_devices")
+    return out
+
+
+def check_devices_exclusive(ctx: _Ctx) -> list[str]:
+    """At every instant each device serves at most one job."""
+    out = []
+    intervals: dict[tuple[str, int], list[tuple[float, float, str]]] = defaultdict(list)
+    for t in ctx.p.jobs:
+        for s in t.segments:
+            for a in s.allocations:
+                for i in a.devices:
+                    intervals[a.device, i].append((s.from_hours, s.to_hours, t.job))
+    for (device, i), spans in sorted(intervals.items()):
+        spans.sort()
+        for (_, a1, ja), (b0, b1, jb) in pairwise(spans):
+            if b0 < a1 - TIME_TOL:
+                out.append(f"device {device!r}[{i}] serves {ja!r} and {jb!r} at once ({b0:g}-{min(a1, b1):g} h)")
+    return out
+
+
+def check_release_and_dependencies(ctx: _Ctx) -> list[str]:
+    """No job runs before its release, nor before every job it comes after has finished (or at all if one never did)."""
+    out = []
+    for t in ctx.p.jobs:
+        job = ctx.jobs.get(t.job)
+        if job is None or not t.segments:
+            continue
+        begin = t.segments[0].from_hours
+        if begin < job.release_hours - TIME_TOL:
+            out.append(f"job {t.job!r}: runs at {begin:g} h, before its release at {job.release_hours:g} h")
+        for pred in job.after:
+            other = ctx.timelines.get(pred)
+            end = other.segments[-1].to_hours if other is not None and other.segments else None
+            if end is None or other.finish_hours is None:
+                out.append(f"job {t.job!r}: runs although {pred!r}, which it comes after, never finished")
+            elif begin < end - TIME_TOL:
+                out.append(
+                    f"job {t.job!r}: starts at {begin:g} h, before {pred!r} (which it comes after) ends at {end:g} h"
+                )
+    return out
+
+
+def check_work(ctx: _Ctx) -> list[str]:
+    """Segment speedup = Amdahl S of its devices, work = S x duration; a finished job's work sums to work_hours."""
+    out = []
+    for t in ctx.p.jobs:
+        job = ctx.jobs.get(t.job)
+        if job is None:
+            continue
+        label = f"job {t.job!r}"
+        done = 0.0
+        restart_run = 0.0
+        for k, s in enumerate(t.segments):
+            span = s.to_hours - s.from_hours
+            if s.restart:
+                if not ctx.p.preempt:
+                    out.append(f"{label}: segment {k} is a restart but the plan was made without preemption")
+                if s.speedup != 0.0 or s.work_hours != 0.0:
+                    out.append(f"{label}: restart segment {k} reports progress")
+                restart_run += span
+                continue
+            if restart_run and not ctx.close(restart_run, ctx.p.restart_hours):
+                out.append(f"{label}: restart lasted {restart_run:.6g} h, restart_hours is {ctx.p.restart_hours:g} h")
+            restart_run = 0.0
+            speed = ctx.segment_speedup(job, s)
+            if not ctx.close(s.speedup, speed):
+                out.append(f"{label}: segment {k} reports speedup {s.speedup:.9g}, recomputed {speed:.9g}")
+            if not math.isclose(s.work_hours, speed * span, rel_tol=ctx.rel_tol, abs_tol=ctx.rel_tol * job.work_hours):
+                out.append(
+                    f"{label}: segment {k} reports work {s.work_hours:.9g} h, S x duration = {speed * span:.9g} h"
+                )
+            done += speed * span
+        if t.finish_hours is not None and not math.isclose(done, job.work_hours, rel_tol=ctx.rel_tol, abs_tol=0.0):
+            out.append(f"{label}: its segments do {done:.9g} reference hours of work, the job needs {job.work_hours:g}")
+        if t.finish_hours is None and t.segments:
+            out.append(f"{label}: has segments but no finish")
+    return out
+
+
+def check_budgets(ctx: _Ctx) -> list[str]:
+    """At every instant the fleet draw fits the global budget in force and each domain's draw its budget (W)."""
+    out = []
+    for a, b, total, by_domain in ctx.profile:
+        mid = (a + b) / 2
+        budget = ctx.budget_at(mid)
+        if budget is not None and total > budget * (1 + ctx.rel_tol) + ctx.rel_tol:
+            out.append(f"power: {total:.6g} W drawn over {a:g}-{b:g} h exceeds the global budget {budget:g} W in force")
+        for domain, limit in sorted(ctx.w.power.domains.items()):
+            draw = by_domain.get(domain, 0.0)
+            if draw > limit * (1 + ctx.rel_tol) + ctx.rel_tol:
+                out.append(f"power domain {domain!r}: {draw:.6g} W over {a:g}-{b:g} h exceeds its budget {limit:g} W")
+    return out
+
+
+def check_events(ctx: _Ctx) -> list[str]:
+    """Events are in time order; each reports the draw from then on and the budgets in force at that instant."""
+    out = []
+    last = -math.inf
+    for e in ctx.p.events:
+        label = f"event at {e.at_hours:g} h"
+        if e.at_hours < last - TIME_TOL:
+            out.append(f"{label}: out of order")
+        last = e.at_hours
+        if e.at != ctx.iso(e.at_hours):
+            out.append(f"{label}: timestamp {e.at} does not match")
+        total, by_domain = ctx.draw_at(e.at_hours)
+        if not ctx.close(e.power_w, total):
+            out.append(f"{label}: reports {e.power_w:.9g} W, the segments draw {total:.9g} W")
+        for domain, draw in sorted(by_domain.items()):
+            if not ctx.close(e.power_by_domain.get(domain, 0.0), draw):
+                out.append(
+                    f"{label}: reports {e.power_by_domain.get(domain)} W in domain {domain!r}, recomputed {draw:.9g} W"
+                )
+        budget = ctx.budget_at(e.at_hours + TIME_TOL)
+        if e.budget_w != budget:
+            out.append(f"{label}: reports budget {e.budget_w} W, {budget} W is in force")
+        if dict(e.budget_by_domain) != dict(ctx.w.power.domains):
+            out.append(
+                f"{label}: reports domain budgets {dict(e.budget_by_domain)}, the queue has {dict(ctx.w.power.domains)}"
+            )
+    return out
+
+
+def check_deadlines(ctx: _Ctx) -> list[str]:
+    """deadline_met = finish <= deadline (null without one, false if never ran); misses and unrun jobs carry a reason."""
+    out = []
+    for t in ctx.p.jobs:
+        job = ctx.jobs.get(t.job)
+        if job is None:
+            continue
+        want = None
+        if job.deadline_hours is not None:
+            want = t.finish_hours is not None and t.finish_hours <= job.deadline_hours * (1 + ctx.rel_tol)
+        if t.deadline_met is not want:
+            out.append(f"job {t.job!r}: reports deadline_met {t.deadline_met}, recomputed {want}")
+        if (want is False or t.finish_hours is None) and not t.reason:
+            out.append(f"job {t.job!r}: missed its deadline or never ran but gives no reason")
+        if job.deadline_hours is not None and t.deadline != ctx.iso(job.deadline_hours):
+            out.append(f"job {t.job!r}: deadline timestamp {t.deadline} does not match")
+    return out
+
+
+def check_summary(ctx: _Ctx) -> list[str]:
+    """Status, makespan, misses, finished-by-night, weighted mean completion, energy and peak match the timeline."""
+    out = []
+    s = ctx.p.summary
+    finished = [t for t in ctx.p.jobs if t.finish_hours is not None]
+    makespan = max((t.finish_hours for t in finished), default=0.0)
+    horizon = max(ctx.p.hours, makespan)
+    hard = {t.job for t in ctx.p.jobs if Priority(t.priority) in HARD_PRIORITIES}
+    hard_missed = sorted(
+        t.job for t in ctx.p.jobs if t.job in hard and (t.deadline_met is False or t.finish_hours is None)
+    )
+    never = sorted(t.job for t in ctx.p.jobs if t.finish_hours is None)
+    status = NightStatus.met if not hard_missed and not never else NightStatus.missed
+    weights = {j.id: job_weight(j) for j in ctx.w.jobs}
+    total_weight = sum(weights.get(t.job, 0.0) for t in finished)
+    wmct = sum(weights.get(t.job, 0.0) * t.finish_hours for t in finished) / total_weight if total_weight else None
+    energy = sum(total * (min(b, horizon) - a) for a, b, total, _ in ctx.profile if a < horizon) / 1000.0
+    idle = sum(g.idle_w * g.count for g in ctx.w.devices)
+    energy += idle * max(0.0, horizon - max((b for _, b, _, _ in ctx.profile), default=0.0)) / 1000.0
+    peak = max((total for _, _, total, _ in ctx.profile), default=idle)
+    by_night = sum(1 for t in finished if t.finish_hours <= ctx.p.hours + 1e-9)
+    checks: list[tuple[str, Any, Any]] = [
+        ("status", ctx.p.status, status),
+        ("summary.status", s.status, status),
+        ("hard_deadlines_missed", sorted(s.hard_deadlines_missed), hard_missed),
+        ("never_ran", sorted(s.never_ran), never),
+        ("finished_by_end_of_night", s.finished_by_end_of_night, by_night),
+    ]
+    for name, got, want in checks:
+        if got != want:
+            out.append(f"summary: {name} is {got!r}, the timeline gives {want!r}")
+    numbers = [
+        ("makespan_hours", s.makespan_hours, makespan),
+        ("horizon_hours", s.horizon_hours, horizon),
+        ("energy_kwh", s.energy_kwh, energy),
+        ("peak_power_w", s.peak_power_w, peak),
+    ]
+    if wmct is not None or s.weighted_mean_completion_hours is not None:
+        numbers.append(("weighted_mean_completion_hours", s.weighted_mean_completion_hours or 0.0, wmct or 0.0))
+    for name, got, want in numbers:
+        if not ctx.close(got, want):
+            out.append(f"summary: {name} is {got:.9g}, the timeline gives {want:.9g}")
+    return out
+
+
+CHECKS: tuple[Callable[[_Ctx], list[str]], ...] = (
+    check_jobs_listed,
+    check_segments,
+    check_allocations,
+    check_devices_exclusive,
+    check_release_and_dependencies,
+    check_work,
+    check_budgets,
+    check_events,
+    check_deadlines,
+    check_summary,
+)
+
+
+def _same(ctx: _Ctx, a: float | None, b: float | None) -> bool:
+    return (a is None and b is None) or (a is not None and b is not None and ctx.close(a, b))
+
+
+def load_night_plan(plan: NightPlan | Mapping[str, Any] | str | Path) -> NightPlan:
+    """A NightPlan from an object, a dict, JSON text, a JSON file or an output directory (timeline + summary)."""
+    if isinstance(plan, NightPlan):
+        return plan
+    if isinstance(plan, Path) or (isinstance(plan, str) and not plan.lstrip().startswith("{")):
+        folder = Path(plan)
+        if folder.is_dir():
+            try:
+                document = json.loads((folder / "timeline.json").read_text("utf-8"))
+                document["summary"] = json.loads((folder / "summary.json").read_text("utf-8"))
+            except (OSError, ValueError) as exc:
+                raise InvalidPlan([FieldError("", f"cannot read the night plan in {folder}: {exc}")]) from None
+            plan = document
+    if isinstance(plan, (str, Path)):
+        plan = read_plan_document(plan)
+    try:
+        return NightPlan.model_validate(plan)
+    except ValidationError as exc:
+        raise InvalidPlan(field_errors(exc)) from None
+
+
+def verify_timeline(
+    queue: Workload | Any, night_plan: NightPlan | Mapping[str, Any] | str | Path, *, rel_tol: float = 1e-6
+) -> list[str]:
+    """Every violation of the night plan against the queue, recomputed from its segments alone ([] = valid)."""
+    w = Workload.load(queue)
+    p = load_night_plan(night_plan)
+    ctx = _Ctx(w, p, rel_tol)
+    problems: list[str] = []
+    for check in CHECKS:
+        problems.extend(check(ctx))
+    return problems
