@@ -96,7 +96,7 @@ def anatomy(size: str, seed: int = 0) -> dict[str, float]:
     """Seconds per phase of one solve, for both backends, plus the raw hand-off of the finished matrix."""
     import highspy
 
-    from optsched.model.constraints import build_model
+    from optsched.solve.backends import build_model
 
     raw = generate(size, seed).model_dump(mode="json")
     for backend in ("highs", "pyomo"):  # warm up: imports and first-use caches are not part of a solve

@@ -5,7 +5,7 @@ from optsched.explain.frontier import Frontier, FrontierPoint, frontier
 from optsched.night import NightPlan, plan_night
 from optsched.model.objectives import OBJECTIVES
 from optsched.schema.plan import Allocation, DeviceUse, Placement, Plan, Status
-from optsched.solve.planner import plan
+from optsched.explain.planning import plan
 from optsched.verify.placement import verify
 from optsched.schema.workload import DeviceGroup, Job, Options, Power, PowerLevel, Priority, Workload
 

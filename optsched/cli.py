@@ -40,7 +40,7 @@ def plan_command(
     table: Annotated[bool, typer.Option("--table", help="Print a readable table instead of JSON.")] = False,
 ) -> None:
     """Plan WORKLOAD; exit 0 for a plan, 1 for infeasible/no_solution, 2 for invalid input."""
-    from optsched.solve.planner import plan
+    from optsched.explain.planning import plan
 
     source = sys.stdin.read() if str(workload) == "-" else workload
     result = _valid_or_exit(plan, source, time_limit_s=time_limit, mip_gap=gap)
@@ -74,6 +74,41 @@ def frontier_command(
     if result.reason:
         stderr.print("[bold red]no frontier:[/]", escape(result.reason), highlight=False)
     raise typer.Exit(EXIT_PLAN if result.points else EXIT_NO_PLAN)
+
+
+@app.command("queueing")
+def queueing_command(
+    study: Annotated[Path, typer.Argument(help="Queueing study JSON file ('-' reads standard input).")],
+    method: Annotated[str, typer.Option("--method", help="analytic or simulation.")] = "analytic",
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the result JSON here.")] = None,
+    png: Annotated[Optional[Path], typer.Option("--png", help="Write the power-response front plot here.")] = None,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Simulation seed.")] = 0,
+    replications: Annotated[int, typer.Option("--replications", min=2, help="Simulation replications.")] = 10,
+    jobs: Annotated[int, typer.Option("--jobs", min=100, help="Simulated arrivals per replication.")] = 10_000,
+) -> None:
+    """Power vs response time of STUDY's priority classes: exit 0 when stable and every target is met, 1 when
+    unstable or no caps meet the targets, 2 for invalid input."""
+    from optsched.charts import queueing_front_png
+    from optsched.queueing import analyze
+
+    source = sys.stdin.read() if str(study) == "-" else study
+    try:
+        result = analyze(source, method=method, seed=seed, replications=replications, jobs_per_replication=jobs)
+    except InvalidWorkload as exc:
+        stderr.print(f"[bold red]invalid study[/] ({len(exc.errors)} problem(s)):", highlight=False)
+        for error in exc.errors:
+            stderr.print(f"  {error}", highlight=False, markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    try:
+        _emit_json(result, output)
+        if png is not None and result.stable:
+            png.write_bytes(queueing_front_png(result))
+    except OSError as exc:
+        stderr.print(f"[bold red]cannot write:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(EXIT_INVALID)
+    if result.reason:
+        stderr.print(f"[bold red]{result.status.value}:[/]", escape(result.reason), highlight=False)
+    raise typer.Exit(EXIT_PLAN if result.ok else EXIT_NO_PLAN)
 
 
 @app.command("serve")

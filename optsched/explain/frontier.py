@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from optsched.model.data import ModelData
 from optsched.schema.plan import Plan, Status
-from optsched.solve.planner import WorkloadSource, plan
+from optsched.solve.planner import WorkloadSource, solve_workload as plan
 from optsched.schema.workload import Workload
 
 MIN_POINTS = 12
@@ -78,7 +78,7 @@ def frontier(
 
 def _least_feasible_budget(workload: Workload) -> float:
     """Least fleet power with the hard jobs placed and the domain budgets kept (the global budget lifted)."""
-    from optsched.explain.diagnosis import least_power
+    from optsched.solve.diagnosis import least_power
 
     lifted = workload.model_copy(update={"power": workload.power.model_copy(update={"budget_w": None})})
     least = least_power(ModelData(lifted), None, keep_domain_budgets=True)

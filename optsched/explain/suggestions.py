@@ -15,7 +15,8 @@ from typing import Any
 from optsched.solve.extract import exact_speedups
 from optsched.solve.backends import Builder
 from optsched.model.data import ModelData
-from optsched.model.constraints import budgets, build_model, power_terms
+from optsched.model.expressions import budgets, power_terms
+from optsched.solve.backends import build_model
 from optsched.model.objectives import OBJECTIVES
 from optsched.schema.plan import Suggestion
 from optsched.solve.highs import Outcome

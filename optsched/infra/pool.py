@@ -124,7 +124,7 @@ class Kind:
 
 
 def _solve_plan(task: SolveTask) -> tuple[PlanState, dict[str, Any]]:
-    from optsched.solve.planner import plan
+    from optsched.explain.planning import plan
 
     result = plan(task.workload, threads=task.threads)
     return state_of(result.status), result.model_dump(mode="json")

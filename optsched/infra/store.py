@@ -22,17 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from sqlalchemy import (
-    JSON,
-    Column,
-    DateTime,
     Engine,
-    Index,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    TypeDecorator,
     and_,
     create_engine,
     delete,
@@ -46,22 +36,15 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 
+from optsched.infra.migrations import upgrade
+from optsched.infra.tables import DEFAULT_DATABASE_URL, ResourceKind, metadata, plans  # noqa: F401 - re-exported
 from optsched.schema.errors import OptschedError
 from optsched.schema.night import NightStatus
 from optsched.schema.plan import Status
 
-DEFAULT_DATABASE_URL = "sqlite:///./var/optsched.db"
 # A plan whose solve was interrupted this many times (server or worker died) is marked failed, not retried.
 MAX_ATTEMPTS = 3
 SQLITE_BUSY_TIMEOUT_MS = 10_000
-
-
-class ResourceKind(StrEnum):
-    """What a row holds, and so which Python API its worker calls (optsched.jobs.KINDS)."""
-
-    plan = "plan"  # optsched.plan(workload)
-    night = "night"  # optsched.plan_night(queue, **params)
-    frontier = "frontier"  # optsched.frontier(workload, **params)
 
 
 class _PlanStateBase(StrEnum):
@@ -114,44 +97,6 @@ class InvalidCursor(OptschedError, ValueError):
     """A paging cursor that this store did not hand out; start again without one."""
 
 
-class _UtcDateTime(TypeDecorator):
-    """Aware UTC datetimes in, aware UTC datetimes out, whatever the backend keeps (SQLite keeps naive text)."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
-        if value is None:
-            return None
-        value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-metadata = MetaData()
-plans = Table(
-    "plans",
-    metadata,
-    Column("id", String(32), primary_key=True),
-    Column("kind", String(16), nullable=False, default=ResourceKind.plan.value, server_default=ResourceKind.plan.value),
-    Column("status", String(16), nullable=False),
-    Column("workload", JSON, nullable=False),
-    Column("params", JSON, nullable=True),
-    Column("plan", JSON, nullable=True),
-    Column("idempotency_key", String(255), nullable=True, unique=True),
-    Column("submitted_at", _UtcDateTime, nullable=False),
-    Column("started_at", _UtcDateTime, nullable=True),
-    Column("finished_at", _UtcDateTime, nullable=True),
-    Column("error", Text, nullable=True),
-    Column("attempts", Integer, nullable=False, default=0),
-    Index("ix_plans_submitted", "submitted_at", "id"),
-    Index("ix_plans_status_submitted", "status", "submitted_at", "id"),
-    Index("ix_plans_kind_submitted", "kind", "submitted_at", "id"),
-)
 _SUMMARY_COLUMNS = [c for c in plans.c if c.name not in ("workload", "plan")]
 # Figures an overview of many resources shows, read out of the documents by the database (none is loaded whole):
 # the workload's name, a plan's objective and power, a night plan's summary, a frontier's knee and saturation.
@@ -228,7 +173,6 @@ class PlanStore:
         self.url = url
         self.engine = engine or _create_engine(url)
         # The schema is Alembic's (optsched/migrations): a new database is created, an older one upgraded.
-        from optsched.infra.migrations import upgrade
 
         upgrade(self.engine)
 

@@ -15,7 +15,8 @@ import math
 from typing import Callable
 
 from optsched.model.amdahl import initial_tangent_points
-from optsched.solve.backends import Builder, Term, make_builder
+from optsched.model.builder import ModelBuilder as Builder, Term
+from optsched.model.expressions import budgets, groups_in, power_terms  # noqa: F401 - re-exported for the families' users
 from optsched.model.data import ModelData
 from optsched.model.objectives import OBJECTIVES
 
@@ -142,23 +143,6 @@ def add_deadlines(b: Builder, data: ModelData) -> None:
     b.add_rows("deadline", rows())
 
 
-def groups_in(data: ModelData, domain: str | None) -> list[int]:
-    return [g for g, group in enumerate(data.groups) if domain is None or group.domain == domain]
-
-
-def power_terms(data: ModelData, domain: str | None = None) -> tuple[float, list[Term]]:
-    """Watts drawn: idle draw of every device (constant) plus (cap - idle) per allocated device, optionally in one domain."""
-    groups = groups_in(data, domain)
-    idle = sum(data.groups[g].idle_w * data.groups[g].count for g in groups)
-    return idle, [("n", o.key, o.cap_w - o.idle_w) for g in groups for o in data.options_of_group[g]]
-
-
-def budgets(data: ModelData) -> list[tuple[str | None, float]]:
-    """(domain or None for the fleet, watts) for every budget in the workload."""
-    power = data.workload.power
-    return ([(None, power.budget_w)] if power.budget_w is not None else []) + sorted(power.domains.items())
-
-
 def add_power_budgets(b: Builder, data: ModelData) -> None:
     """sum_g idle_g count_g + sum (cap_gl - idle_g) n[j,g,l] <= budget  (W), for the fleet and each named domain."""
     def rows():
@@ -171,15 +155,14 @@ def add_power_budgets(b: Builder, data: ModelData) -> None:
     b.add_rows("power_budget", rows())
 
 
-def build_model(
+def populate_model(
+    b: Builder,
     data: ModelData,
     *,
-    backend: str = "highs",
     extra_functionality: ExtraFunctionality | None = None,
     with_budgets: bool = True,
-) -> Builder:
-    """The whole MILP for one workload; `extra_functionality(b, data)` may add rows before the objective is set."""
-    b = make_builder(backend, name=data.workload.name)
+) -> None:
+    """Every family of the MILP, in order; `extra_functionality(b, data)` may add rows before the objective is set."""
     add_variables(b, data)
     add_speed_definitions(b, data)
     add_device_capacity(b, data)
@@ -192,4 +175,3 @@ def build_model(
     if extra_functionality is not None:
         extra_functionality(b, data)
     b.tie_break_weight = OBJECTIVES[data.workload.objective].add(b, data)
-    return b

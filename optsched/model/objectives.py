@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Literal
 
+from optsched.model.expressions import power_terms
+
 if TYPE_CHECKING:
-    from optsched.solve.backends import Builder, Term
+    from optsched.model.builder import ModelBuilder as Builder, Term
     from optsched.model.data import ModelData
 
 # The tie-break term may move the primary objective by at most this share of the requested gap,
@@ -54,8 +56,6 @@ def _most_speedup(data: "ModelData") -> float:
 
 def _add_weighted_speedup(b: "Builder", data: "ModelData") -> float:
     """max sum_j w_j S_j - eps * P  (eps so small that power only breaks ties)."""
-    from optsched.model.constraints import power_terms
-
     eps = _tie_break_weight(data, _smallest_gain(data), data.peak_power_w)
     idle, power = power_terms(data)
     b.set_objective(_speedup_terms(data) + [(v, k, -eps * c) for v, k, c in power], -eps * idle, maximise=True)
@@ -64,8 +64,6 @@ def _add_weighted_speedup(b: "Builder", data: "ModelData") -> float:
 
 def _add_min_power(b: "Builder", data: "ModelData") -> float:
     """min P - eps * sum_j w_j S_j  (W; every job admitted; speedup only breaks ties)."""
-    from optsched.model.constraints import power_terms
-
     cheapest = min((o.cap_w for o in data.options), default=1.0)
     eps = _tie_break_weight(data, max(data.idle_power_w, cheapest, 1.0), _most_speedup(data))
     idle, power = power_terms(data)

@@ -370,7 +370,7 @@ class MilpPolicy:
         return None
 
     def _solve(self, view: View, entries: list[_Entry], must: list[int]) -> _Outcome:
-        from optsched.solve.planner import plan
+        from optsched.solve.planner import solve_workload as plan
 
         derived = _Derived(view, sorted(entries, key=lambda e: e.job), set(must))
         hook = derived.lookahead_hook
@@ -554,7 +554,7 @@ class _Derived:
     def direct_solve(self, time_limit_s: float, mip_gap: float, threads: int) -> _Outcome:
         """The derived model with its lookahead rows solved once as a MILP (modelled speedups, no cut refinement)."""
         from optsched.model.data import ModelData
-        from optsched.model.constraints import build_model
+        from optsched.solve.backends import build_model
         from optsched.solve.highs import Outcome
 
         data = ModelData(self.workload(time_limit_s, mip_gap))

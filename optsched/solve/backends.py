@@ -8,55 +8,24 @@ because Pyomo's expression and hand-off layers cost more than the solve itself o
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Hashable, Iterable, Sequence
+from abc import abstractmethod
+from collections.abc import Hashable, Iterable
 
 import numpy as np
 
+from optsched.model.builder import ModelBuilder
+from optsched.model.constraints import ExtraFunctionality, populate_model
+from optsched.model.data import ModelData
 from optsched.solve.highs import SolveResult, configure, new_highs, run_highs
 
-Term = tuple[str, Hashable, float]  # (variable block, key, coefficient)
-Row = tuple[Hashable, list[Term], float, float]  # (key, terms, lower, upper)
-
-
-class Builder(ABC):
+class Builder(ModelBuilder):
     """A linear model under construction and, once built, solved repeatedly with rows added in between."""
 
-    tie_break_weight: float = 0.0  # set by the objective; see optsched.objectives
     solve_seconds: float = 0.0  # time spent inside HiGHS over every solve of this model
-
-    @property
-    def cut_keys(self) -> set:
-        """(job, t) of every tangent cut in the model, so that none is added twice."""
-        if "_cut_keys" not in self.__dict__:
-            self._cut_keys: set = set()
-        return self._cut_keys
-
-    @abstractmethod
-    def add_variables(
-        self, name: str, keys: Sequence[Hashable], lower: Sequence[float], upper: Sequence[float], integer: bool
-    ) -> None: ...
-
-    @abstractmethod
-    def add_rows(self, family: str, rows: Iterable[Row]) -> None: ...
-
-    @abstractmethod
-    def set_objective(self, terms: list[Term], constant: float, maximise: bool) -> None: ...
-
-    @abstractmethod
-    def column(self, name: str, key: Hashable) -> int:
-        """The HiGHS column of a variable (for warm starts and reading values)."""
 
     @abstractmethod
     def highs(self):
         """The highspy.Highs object holding the model, synchronised with every row added so far."""
-
-    def has(self, name: str, key: Hashable) -> bool:
-        try:
-            self.column(name, key)
-            return True
-        except KeyError:
-            return False
 
     def solve(
         self,
@@ -278,3 +247,16 @@ def make_builder(backend: str, name: str) -> Builder:
         return BACKENDS[backend](name)
     except KeyError:
         raise ValueError(f"unknown backend {backend!r}; choose one of {sorted(BACKENDS)}") from None
+
+
+def build_model(
+    data: ModelData,
+    *,
+    backend: str = "highs",
+    extra_functionality: ExtraFunctionality | None = None,
+    with_budgets: bool = True,
+) -> Builder:
+    """The whole MILP for one workload on a new builder of `backend`, ready to solve."""
+    b = make_builder(backend, name=data.workload.name)
+    populate_model(b, data, extra_functionality=extra_functionality, with_budgets=with_budgets)
+    return b

@@ -1,4 +1,5 @@
-"""`optsched.plan`: validate, build, solve with cut refinement, extract an exact plan."""
+"""The solve loop: validate, build, solve with cut refinement, extract an exact plan (optsched.plan adds the
+suggestions an infeasible plan carries; see optsched.explain.planning)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,11 @@ from optsched.solve.extract import (
     weighted,
 )
 from optsched.solve.backends import Builder
-from optsched.baselines.placement import greedy_fill, round_and_repair
+from optsched.solve.heuristics import FreeCapacity, greedy_fill, job_satisfied, round_and_repair
 from optsched.model.data import ModelData
-from optsched.explain.diagnosis import diagnose_infeasible, precheck
-from optsched.model.constraints import ExtraFunctionality, add_tangent_cut, build_model, needs_host
+from optsched.solve.diagnosis import diagnose_infeasible, precheck
+from optsched.model.constraints import ExtraFunctionality, add_tangent_cut, needs_host
+from optsched.solve.backends import build_model
 from optsched.model.objectives import OBJECTIVES, TIE_BREAK_SHARE, Objective
 from optsched.schema.plan import Plan, Status
 from optsched.solve.highs import Outcome
@@ -32,8 +34,6 @@ from optsched.schema.workload import Workload, workload_warnings
 # A modelled speedup this far above the exact one gets a new tangent cut at the current point.
 CUT_TOLERANCE = 1e-7
 MAX_ROUNDS = 50
-# The elastic MILP behind the suggestions of an infeasible plan gets at most this long.
-SUGGESTION_TIME_LIMIT_S = 20.0
 # Below the solver's feasibility tolerances (1e-7 per row, speeds summed over many rows) a gap means nothing:
 # objectives this close count as equal, and a requested gap below MIN_GAP is treated as MIN_GAP.
 ABS_GAP = 1e-6
@@ -48,7 +48,7 @@ NEIGHBOURHOOD_SHARE = 0.25
 WorkloadSource = Workload | Mapping[str, Any] | str | Path
 
 
-def plan(
+def solve_workload(
     source: WorkloadSource,
     *,
     time_limit_s: float | None = None,
@@ -59,7 +59,9 @@ def plan(
     warm_start: Mapping[str, Mapping[tuple[str, float], int]] | None = None,
     progress: Progress | None = None,
 ) -> Plan:
-    """Plan a workload (object, dict, JSON path or JSON text). Raises InvalidWorkload; never mutates the input.
+    """Solve a workload (object, dict, JSON path or JSON text). Raises InvalidWorkload; never mutates the input.
+
+    An infeasible result carries the diagnosis but no suggestions (those cost an elastic MILP: optsched.plan).
 
     `backend` is "highs" (the matrix straight to highspy) or "pyomo" (Pyomo's persistent interface); both build
     the same rows. `warm_start` maps job id -> {(device id, cap_w): count}, e.g. a baseline's allocations.
@@ -75,7 +77,7 @@ def plan(
 
     reasons = precheck(data)
     if reasons:
-        return _infeasible(data, reasons, warnings, started, 0, time_limit)
+        return _infeasible(data, reasons, warnings, started, 0)
     objective = OBJECTIVES[workload.objective]
     if not data.options:
         # Nothing can run anywhere and precheck found no must-run job: the empty plan is the only plan.
@@ -101,7 +103,7 @@ def plan(
     }
 
     if search.infeasible:
-        return _infeasible(data, diagnose_infeasible(data), warnings, started, search.rounds, time_limit)
+        return _infeasible(data, diagnose_infeasible(data), warnings, started, search.rounds)
     if search.best is None:
         empty = empty_plan(data, Status.no_solution, (), warnings, started, search.rounds)
         return empty.model_copy(update={"timings": timings, "bound": search.bound})
@@ -114,13 +116,9 @@ def plan(
 Progress = Callable[[float, float | None, float | None], None]
 
 
-def _infeasible(data: ModelData, reasons, warnings, started: float, rounds: int, time_limit: float) -> Plan:
-    """The infeasible plan: why (diagnosis) and what would make it feasible (suggestions, from the elastic MILP)."""
-    from optsched.explain.suggestions import suggest_changes
-
-    changes = suggest_changes(data.workload, time_limit_s=max(1.0, min(SUGGESTION_TIME_LIMIT_S, time_limit)))
+def _infeasible(data: ModelData, reasons, warnings, started: float, rounds: int) -> Plan:
     plan = empty_plan(data, Status.infeasible, tuple(reasons), warnings, started, rounds)
-    return plan.model_copy(update={"suggestions": tuple(changes), "solve_seconds": time.monotonic() - started})
+    return plan.model_copy(update={"solve_seconds": time.monotonic() - started})
 
 
 @dataclass
@@ -279,9 +277,7 @@ def tighten_relaxation(b: Builder, data: ModelData, deadline: float, threads, ma
 
 def _feasible(data: ModelData, counts) -> bool:
     """A heuristic allocation that satisfies every must-run job and every budget (capacity holds by construction)."""
-    from optsched.baselines.placement import Fleet, job_satisfied
-
-    fleet = Fleet(data)
+    fleet = FreeCapacity(data)
     for key, n in counts.items():
         fleet.take(data.option_by_key[key], n)
     must = OBJECTIVES[data.workload.objective].admit_all

@@ -1,6 +1,6 @@
 """The store's schema, managed by Alembic: `upgrade(engine)` brings any database to the newest revision.
 
-`optsched.store.PlanStore` calls `upgrade` when it opens a database, on SQLite and PostgreSQL alike, so every
+`optsched.infra.store.PlanStore` calls `upgrade` when it opens a database, on SQLite and PostgreSQL alike, so every
 API process, worker and batch run finds the schema it expects. The revisions ship inside the package
 (`optsched/migrations/versions`), so an installed wheel migrates too. Concurrent starts are safe: on PostgreSQL
 the upgrade holds an advisory lock in its (transactional DDL) transaction; elsewhere a start that loses the race
@@ -9,9 +9,9 @@ sees the schema already at head and retries.
 A database made before migrations existed (optsched 0.1 created `plans` directly) has no `alembic_version`: it is
 stamped at the revision its columns match, then upgraded.
 
-Maintainers: `python -m optsched.migrations revision --autogenerate -m "what changed"` (against
+Maintainers: `python -m optsched.infra.migrations revision --autogenerate -m "what changed"` (against
 OPTSCHED_DATABASE_URL, by default the SQLite file) writes a new revision from the difference between
-`optsched.store.metadata` and the database; `python -m optsched.migrations history` lists them.
+`optsched.infra.store.metadata` and the database; `python -m optsched.infra.migrations history` lists them.
 """
 
 from __future__ import annotations
@@ -88,11 +88,11 @@ def _stamp_unversioned(connection: Connection, config: Config) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m optsched.migrations <alembic command>` against OPTSCHED_DATABASE_URL."""
+    """`python -m optsched.infra.migrations <alembic command>` against OPTSCHED_DATABASE_URL."""
     from alembic.config import CommandLine
 
-    from optsched.infra.store import DEFAULT_DATABASE_URL
+    from optsched.infra.tables import DEFAULT_DATABASE_URL
 
-    cli = CommandLine(prog="python -m optsched.migrations")
+    cli = CommandLine(prog="python -m optsched.infra.migrations")
     options = cli.parser.parse_args(argv)
     cli.run_cmd(alembic_config(url=os.environ.get("OPTSCHED_DATABASE_URL", DEFAULT_DATABASE_URL)), options)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from optsched.infra.store import metadata
+from optsched.infra.tables import metadata
 
 config = context.config
 

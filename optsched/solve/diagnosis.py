@@ -83,7 +83,7 @@ def _idle_reasons(data: ModelData) -> list[str]:
 
 def diagnose_infeasible(data: ModelData) -> list[str]:
     """For each budget, the least power the must-run jobs need there (other budgets lifted); then joint conflicts."""
-    from optsched.model.constraints import budgets
+    from optsched.model.expressions import budgets
 
     must = [data.jobs[j].id for j in _must_run(data)]
     reasons = []
@@ -108,7 +108,8 @@ def diagnose_infeasible(data: ModelData) -> list[str]:
 def least_power(data: ModelData, domain: str | None, *, keep_domain_budgets: bool = False) -> float | None:
     """min power in `domain` (None = fleet) with must-run jobs placed and the budgets lifted (all of them, or
     only the global one with `keep_domain_budgets`); None if impossible."""
-    from optsched.model.constraints import build_model, power_terms
+    from optsched.model.expressions import power_terms
+    from optsched.solve.backends import build_model
 
     idle, terms = power_terms(data, domain)
     if not terms:

@@ -1,0 +1,47 @@
+"""`optsched.plan`: the solve loop, and for an infeasible workload the smallest changes that would make it
+feasible (the elastic MILP of optsched.explain.suggestions)."""
+
+from __future__ import annotations
+
+import time
+from typing import Mapping
+
+from optsched.explain.suggestions import suggest_changes
+from optsched.model.constraints import ExtraFunctionality
+from optsched.schema.plan import Plan, Status
+from optsched.schema.workload import Workload
+from optsched.solve.planner import Progress, WorkloadSource, solve_workload
+
+# The elastic MILP behind the suggestions of an infeasible plan gets at most this long.
+SUGGESTION_TIME_LIMIT_S = 20.0
+
+
+def plan(
+    source: WorkloadSource,
+    *,
+    time_limit_s: float | None = None,
+    mip_gap: float | None = None,
+    threads: int | None = None,
+    backend: str = "highs",
+    extra_functionality: ExtraFunctionality | None = None,
+    warm_start: Mapping[str, Mapping[tuple[str, float], int]] | None = None,
+    progress: Progress | None = None,
+) -> Plan:
+    """Plan a workload (object, dict, JSON path or JSON text). Raises InvalidWorkload; never mutates the input.
+
+    `backend` is "highs" (the matrix straight to highspy) or "pyomo" (Pyomo's persistent interface); both build
+    the same rows. `warm_start` maps job id -> {(device id, cap_w): count}, e.g. a baseline's allocations.
+    `progress(seconds, incumbent, bound)` is called whenever the best plan or the bound improves. An infeasible
+    plan carries `diagnosis` (why) and `suggestions` (what to change).
+    """
+    started = time.monotonic()
+    workload = Workload.load(source)
+    result = solve_workload(
+        workload, time_limit_s=time_limit_s, mip_gap=mip_gap, threads=threads, backend=backend,
+        extra_functionality=extra_functionality, warm_start=warm_start, progress=progress,
+    )
+    if result.status is not Status.infeasible:
+        return result
+    time_limit = workload.options.time_limit_s if time_limit_s is None else time_limit_s
+    changes = suggest_changes(workload, time_limit_s=max(1.0, min(SUGGESTION_TIME_LIMIT_S, time_limit)))
+    return result.model_copy(update={"suggestions": tuple(changes), "solve_seconds": time.monotonic() - started})
