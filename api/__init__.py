@@ -13,11 +13,11 @@ from flask import Flask, redirect
 from flask_openapi3 import Info, OpenAPI
 
 from api import frontiers, health, night_plans, plans, verify, viewer
+from optsched.service.queues import open_queue
 from optsched.service.settings import load_settings
 from api.errors import Problem, register_error_handlers, validation_problem
 from api.guards import BEARER_SCHEME, ApiRequest, StrictJSONProvider
 from api.services import EXTENSION, Services, services
-from optsched.infra.pool import ProcessPool, SolveQueue
 from optsched.infra.store import PlanStore
 
 __all__ = ["create_app", "shutdown", "services"]
@@ -40,7 +40,7 @@ class _OpenAPI(OpenAPI):
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
-    """The service; settings come from OPTSCHED_* variables, overridden by `config` (see api/config.py)."""
+    """The service; settings come from OPTSCHED_* variables, overridden by `config` (see optsched/service/settings.py)."""
     settings = load_settings(config)
     app = _OpenAPI(
         __name__,
@@ -60,26 +60,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.json.sort_keys = False
 
     store = PlanStore(settings["DATABASE_URL"])
-    queue: SolveQueue
-    if settings["QUEUE_URL"]:  # scaled deployment: solves run on `optsched worker` machines (README: Scaled deployment)
-        from optsched.infra.rq import RQQueue
-
-        queue = RQQueue(
-            store,
-            settings["QUEUE_URL"],
-            queue_name=settings["QUEUE_NAME"],
-            queue_size=settings["QUEUE_SIZE"],
-            grace_s=settings["SOLVE_GRACE_S"],
-        )
-    else:
-        queue = ProcessPool(
-            store,
-            workers=settings["WORKERS"],
-            queue_size=settings["QUEUE_SIZE"],
-            max_solves_per_worker=settings["MAX_SOLVES_PER_WORKER"],
-            grace_s=settings["SOLVE_GRACE_S"],
-            solver_threads=settings["SOLVER_THREADS"],
-        )
+    queue = open_queue(store, settings)
     app.extensions[EXTENSION] = Services(store=store, queue=queue)
 
     for blueprint in (plans.bp, night_plans.bp, frontiers.bp, verify.bp, health.bp):

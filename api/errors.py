@@ -13,6 +13,7 @@ from werkzeug.http import HTTP_STATUS_CODES
 from optsched.schema.errors import FieldError, InvalidPlan, InvalidWorkload
 from optsched.infra.pool import QueueFull
 from optsched.infra.store import InvalidCursor
+from optsched.service.resources import IdempotencyConflict, NotFound
 from optsched.schema.workload import field_errors
 
 PROBLEM_JSON = "application/problem+json"
@@ -136,6 +137,14 @@ def register_error_handlers(app: Flask) -> None:
         return problem_response(
             ApiProblem(422, str(exc), type=INVALID_REQUEST, errors=[FieldError("cursor", str(exc))])
         )
+
+    @app.errorhandler(IdempotencyConflict)
+    def _idempotency_conflict(exc: IdempotencyConflict):
+        return problem_response(ApiProblem(422, str(exc), type=IDEMPOTENCY_KEY_REUSED))
+
+    @app.errorhandler(NotFound)
+    def _not_found(exc: NotFound):
+        return problem_response(ApiProblem(404, str(exc)))
 
     @app.errorhandler(QueueFull)
     def _queue_full(exc: QueueFull):

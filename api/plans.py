@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from typing import Any
 
 from flask import current_app, request
 from flask_openapi3 import APIBlueprint, Tag
 
-from api.errors import IDEMPOTENCY_KEY_REUSED, ApiProblem, problem_doc
+from api.errors import ApiProblem, problem_doc
 from api.guards import UNAUTHORIZED, V1_SECURITY, require_json_body, require_token
 from api.schemas import ListQuery, PlanList, PlanPath, PlanResource, PlanSummary, SubmitHeaders
+from api.resources import PLANS, cancel_or_delete, resource_response, submit
 from api.services import services
 from optsched.schema.limits import check_variables
 from optsched.infra.store import PlanRecord, PlanState, ResourceKind
@@ -62,25 +62,11 @@ def _resource_doc(description: str) -> dict[str, Any]:
 def create_plan(header: SubmitHeaders, body: Workload):
     """Store, queue, wait a little: 201 with the plan, or 202 to poll (see the description above)."""
     check_variables(body, current_app.config["MAX_VARIABLES"])
-    document = request.get_json()
-    store, queue = services().store, services().queue
-    record, created = store.create(document, header.idempotency_key)
-    if not created and (record.kind != ResourceKind.plan or _canonical(record.workload) != _canonical(document)):
-        raise ApiProblem(
-            422,
-            "this Idempotency-Key was used for a different workload; use a new key for a new workload",
-            type=IDEMPOTENCY_KEY_REUSED,
-        )
-    if created:
-        try:
-            queue.submit(record.id)
-        except Exception:
-            store.delete(record.id, states=[record.status])
-            raise
+    record, created = submit(PLANS, request.get_json(), {}, header.idempotency_key)
     respond_async = _prefers_async(header.prefer)
     if not respond_async and not record.status.final:
         record = _wait_for_solve(record)
-    response = _resource_response(record, 201 if record.status.final else 202)
+    response = resource_response(PLANS, record, 201 if record.status.final else 202)
     if respond_async:
         response.headers["Preference-Applied"] = "respond-async"
     if not created:
@@ -101,7 +87,7 @@ def create_plan(header: SubmitHeaders, body: Workload):
 )
 def get_plan(path: PlanPath):
     """The plan resource."""
-    return _resource_response(_record_or_404(path.plan_id), 200)
+    return resource_response(PLANS, _record_or_404(path.plan_id), 200)
 
 
 @bp.get(
@@ -141,15 +127,7 @@ def list_plans(query: ListQuery):
 )
 def delete_plan(path: PlanPath):
     """Cancel an unfinished plan, delete a finished one."""
-    record = _record_or_404(path.plan_id)
-    if record.status.final:
-        if services().store.delete(record.id):
-            return "", 204
-        raise ApiProblem(404, f"no plan {path.plan_id!r}")
-    cancelled = services().queue.cancel(record.id)
-    if cancelled is None:
-        raise ApiProblem(404, f"no plan {path.plan_id!r}")
-    return _resource_response(cancelled, 200)
+    return cancel_or_delete(PLANS, path.plan_id)
 
 
 def _wait_for_solve(record: PlanRecord) -> PlanRecord:
@@ -173,20 +151,8 @@ def _record_or_404(plan_id: str) -> PlanRecord:
     return record
 
 
-def _resource_response(record: PlanRecord, status: int):
-    response = current_app.response_class(
-        json.dumps(PlanResource.of(record).model_dump(mode="json")), status=status, mimetype="application/json"
-    )
-    response.headers["Location"] = f"/v1/plans/{record.id}"
-    return response
-
-
 def _prefers_async(prefer: str | None) -> bool:
     """RFC 7240: `Prefer` holds comma-separated preferences, each `token[=value][; params]`."""
     if not prefer:
         return False
     return any(p.split(";")[0].split("=")[0].strip().lower() == "respond-async" for p in prefer.split(","))
-
-
-def _canonical(document: Any) -> str:
-    return json.dumps(document, sort_keys=True, separators=(",", ":"))

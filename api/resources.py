@@ -13,10 +13,11 @@ import matplotlib
 from flask import Response, current_app, request
 from pydantic import BaseModel
 
-from api.errors import IDEMPOTENCY_KEY_REUSED, ApiProblem, problem_doc
+from api.errors import ApiProblem, problem_doc
 from api.schemas import FrontierResource, NightPlanResource, PlanResource
 from api.services import services
 from optsched.infra.store import PlanRecord, ResourceKind
+from optsched.service import resources
 
 PNG = "image/png"
 # Charts are drawn one at a time: some use pyplot, whose state is global; none parses `$...$` in user text.
@@ -73,28 +74,11 @@ def chart_responses(collection: Collection) -> dict[int, Any]:
 def submit(
     collection: Collection, document: dict[str, Any], params: dict[str, Any], idempotency_key: str | None
 ) -> tuple[PlanRecord, bool]:
-    """Store and queue the resource; with a used Idempotency-Key, the first resource (second item False), or 422
-    when the key was used for another kind, document or parameters."""
-    store, queue = services().store, services().queue
-    record, created = store.create(document, idempotency_key, kind=collection.kind, params=params)
-    if not created:
-        if (record.kind, _canonical(record.workload), _canonical(record.params)) != (
-            collection.kind,
-            _canonical(document),
-            _canonical(params),
-        ):
-            raise ApiProblem(
-                422,
-                f"this Idempotency-Key was used for a different request; use a new key for a new {collection.noun}",
-                type=IDEMPOTENCY_KEY_REUSED,
-            )
-        return record, False
-    try:
-        queue.submit(record.id)
-    except Exception:
-        store.delete(record.id, states=[record.status])
-        raise
-    return record, True
+    """Store and queue the resource (optsched.service.resources.submit); with a used Idempotency-Key, the first
+    resource (second item False)."""
+    done = resources.submit(services().store, services().queue, document, kind=collection.kind, params=params,
+                            idempotency_key=idempotency_key)
+    return done.record, done.created
 
 
 def accepted(collection: Collection, record: PlanRecord, created: bool) -> Response:
@@ -121,15 +105,8 @@ def resource_response(collection: Collection, record: PlanRecord, status: int) -
 
 def cancel_or_delete(collection: Collection, resource_id: str) -> Response | tuple[str, int]:
     """Cancel an unfinished resource (200 with it), delete a finished one (204)."""
-    record = record_or_404(collection, resource_id)
-    if record.status.final:
-        if services().store.delete(record.id):
-            return "", 204
-        raise ApiProblem(404, f"no {collection.noun} {resource_id!r}")
-    cancelled = services().queue.cancel(record.id)
-    if cancelled is None:
-        raise ApiProblem(404, f"no {collection.noun} {resource_id!r}")
-    return resource_response(collection, cancelled, 200)
+    cancelled = resources.cancel_or_delete(services().store, services().queue, collection.kind, resource_id)
+    return ("", 204) if cancelled is None else resource_response(collection, cancelled, 200)
 
 
 def chart_response(
@@ -184,7 +161,3 @@ def _cached(key: str, make: Callable[[], bytes]) -> bytes:
         while len(_chart_cache) > CHART_CACHE_SIZE:
             _chart_cache.popitem(last=False)
     return data
-
-
-def _canonical(document: Any) -> str:
-    return json.dumps(document, sort_keys=True, separators=(",", ":"))

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from optsched.explain.frontier import Frontier
 from optsched.night import NightPlan
+from optsched.schema.night import NightQueue
 from optsched.schema.plan import Plan
 from optsched.infra.store import PlanRecord, ResourceKind, states_of
 from optsched.schema.workload import Workload
@@ -117,7 +118,9 @@ class NightPlanRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    queue: Workload = Field(description="The night's queue: a workload, with release_hours, after, power.windows.")
+    queue: NightQueue = Field(
+        description="The night's queue: a workload with release_hours, after, power.windows, failures, defaults."
+    )
     start: datetime = Field(description="When the night starts, ISO 8601 (e.g. 2026-12-01T22:00).")
     hours: float = Field(gt=0, le=MAX_NIGHT_HOURS, description="Length of the night in hours.")
     preempt: bool = Field(default=False, description="Let due jobs displace lower-priority running jobs.")

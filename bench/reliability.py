@@ -266,6 +266,7 @@ def section_limits(repeats: int = 3) -> dict[str, Any]:
     from api.services import EXTENSION, Services
     from optsched.testing.instances import generate
     from optsched.infra.pool import ProcessPool
+    from optsched.service.kinds import runner
     from optsched.schema.workload import Workload, field_errors
     from optsched.testing import solvers
 
@@ -350,7 +351,7 @@ def section_limits(repeats: int = 3) -> dict[str, Any]:
         app = create_app({"DATABASE_URL": f"sqlite:///{folder}/kill.db", "START_WORKERS": False, "API_TOKEN": None,
                           "SYNC_WAIT_S": 0})
         store = services(app).store
-        pool = ProcessPool(store, workers=1, grace_s=1.0, solve=solvers.ignore_time_limit)
+        pool = ProcessPool(store, workers=1, grace_s=1.0, runner=runner(solvers.ignore_time_limit))
         app.extensions[EXTENSION] = Services(store=store, queue=pool)
         pool.start()
         client = app.test_client()

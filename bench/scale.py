@@ -42,6 +42,7 @@ from redis import Redis
 from optsched.testing.instances import generate
 from optsched.infra.pool import ProcessPool, SolveQueue
 from optsched.infra.rq import RQQueue
+from optsched.service.kinds import RUNNER
 from optsched.infra.store import PlanState, PlanStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,7 +154,7 @@ def rq_run(items: list[Item], workers: int) -> Run:
     with log.open("wb") as out:
         worker = subprocess.Popen([str(OPTSCHED), "worker", "--concurrency", str(workers)], env=env, stdout=out,
                                   stderr=subprocess.STDOUT, start_new_session=True)
-    queue = RQQueue(store, REDIS_URL, queue_name=queue_name)
+    queue = RQQueue(store, REDIS_URL, runner=RUNNER, queue_name=queue_name)
     queue.start()
     try:
         return measure(store, queue, items, "RQ workers (PostgreSQL + Redis)", workers)
@@ -235,7 +236,7 @@ def api_cost(count: int = 200) -> dict[str, float]:
 def embedded_run(items: list[Item], workers: int) -> Run:
     folder = Path(tempfile.mkdtemp(prefix="optsched-bench-"))
     store = PlanStore(f"sqlite:///{folder}/plans.db")
-    pool = ProcessPool(store, workers=workers, queue_size=10_000)
+    pool = ProcessPool(store, workers=workers, queue_size=10_000, runner=RUNNER)
     pool.start()
     try:
         return measure(store, pool, items, "embedded pool (SQLite)", workers)

@@ -1,17 +1,25 @@
 """optsched: place jobs on heterogeneous accelerators under power budgets and deadlines (MILP, Pyomo + HiGHS)."""
 
+import logging
+
+# A library logs; the application decides where it goes (no "last resort" output on stderr).
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
 from optsched.schema.errors import FieldError, InvalidPlan, InvalidWorkload, OptschedError
 from optsched.explain.frontier import Frontier, FrontierPoint, frontier
 from optsched.night import NightPlan, plan_night
 from optsched.model.objectives import OBJECTIVES
 from optsched.schema.plan import Allocation, DeviceUse, Placement, Plan, Status
 from optsched.explain.planning import plan
+from optsched.replan import Change, Replan, replan
+from optsched.explain.pyomo_model import pyomo_model
 from optsched.verify.placement import verify
 from optsched.schema.workload import DeviceGroup, Job, Options, Power, PowerLevel, Priority, Workload
 
 __all__ = [
     "OBJECTIVES",
     "Allocation",
+    "Change",
     "DeviceGroup",
     "DeviceUse",
     "FieldError",
@@ -28,11 +36,14 @@ __all__ = [
     "Power",
     "PowerLevel",
     "Priority",
+    "Replan",
     "Status",
     "Workload",
     "frontier",
     "plan",
     "plan_night",
+    "replan",
+    "pyomo_model",
     "verify",
 ]
 

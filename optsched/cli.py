@@ -56,6 +56,84 @@ def plan_command(
     raise typer.Exit(EXIT_PLAN if result.feasible else EXIT_NO_PLAN)
 
 
+@app.command("replan")
+def replan_command(
+    workload: Annotated[Path, typer.Argument(help="Workload JSON file the current plan was made for.")],
+    plan: Annotated[Path, typer.Argument(help="Current plan JSON file (as `optsched plan -o` writes it).")],
+    change: Annotated[Path, typer.Argument(help="Change JSON file: failures, repairs, budgets, jobs added/removed, pins.")],
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the new plan JSON here.")] = None,
+    workload_out: Annotated[
+        Optional[Path], typer.Option("--workload-out", help="Write the changed workload JSON here (to re-plan again).")
+    ] = None,
+    result_out: Annotated[
+        Optional[Path], typer.Option("--result", help="Write the whole re-plan JSON here (plan, changes, workload).")
+    ] = None,
+    move_cost_hours: Annotated[
+        Optional[float], typer.Option("--move-cost-hours", min=0.0, max=1000.0, help="Hours a moved job loses.")
+    ] = None,
+    time_limit: Annotated[Optional[float], typer.Option("--time-limit", min=0.001, help="Seconds.")] = None,
+    gap: Annotated[Optional[float], typer.Option("--gap", min=0.0, max=1.0, help="Relative MIP gap.")] = None,
+) -> None:
+    """Re-plan after CHANGE, keeping running jobs where it pays; exit 0 for a plan, 1 for infeasible/no_solution,
+    2 for invalid input. The new plan goes to -o (else stdout), the change summary to stderr."""
+    from optsched.replan import InvalidChange, replan
+    from optsched.schema.errors import InvalidPlan
+
+    try:
+        result = replan(workload, plan, change, move_cost_hours=move_cost_hours, time_limit_s=time_limit, mip_gap=gap)
+    except (InvalidWorkload, InvalidPlan) as exc:
+        what = "change" if isinstance(exc, InvalidChange) else "plan" if isinstance(exc, InvalidPlan) else "workload"
+        stderr.print(f"[bold red]invalid {what}[/] ({len(exc.errors)} problem(s)):", highlight=False)
+        for error in exc.errors:
+            stderr.print(f"  {error}", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(EXIT_INVALID)
+    try:
+        _emit_json(result.plan, output)
+        if workload_out is not None:
+            _write_atomically(workload_out, result.workload.model_dump_json(indent=2, exclude_defaults=True) + "\n")
+        if result_out is not None:
+            _emit_json(result, result_out)
+    except OSError as exc:
+        stderr.print(f"[bold red]cannot write:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(EXIT_INVALID)
+    print_replan_summary(result, Console(stderr=True, width=None if sys.stderr.isatty() else 160))
+    for reason in result.plan.diagnosis:
+        stderr.print("[bold red]infeasible:[/]", escape(reason), highlight=False)
+    for suggestion in result.plan.suggestions:
+        stderr.print("[bold yellow]would make it feasible:[/]", escape(suggestion.message), highlight=False)
+    for warning in result.plan.warnings:
+        stderr.print("[yellow]warning:[/]", escape(warning), highlight=False)
+    raise typer.Exit(EXIT_PLAN if result.feasible else EXIT_NO_PLAN)
+
+
+def print_replan_summary(result, console: Console) -> None:
+    """The re-plan's headline and one row per job it touches (jobs waiting before and after are left out)."""
+    plan = result.plan
+    objective = "-" if plan.objective is None else f"{plan.objective:,.4g}"
+    net = "-" if result.net_objective is None else f"{result.net_objective:,.4g}"
+    console.print(
+        f"[bold]{escape(plan.workload)}[/]: {plan.status.value}, {plan.objective_name} = {objective}, "
+        f"net of moves {net}; moved {result.moved} running job(s), {result.restart_hours:g} restart hours "
+        f"({result.move_cost_hours:g} h each); solved in {result.solve_seconds:.2f} s",
+        highlight=False,
+    )
+    rows = [c for c in result.changes if c.before or c.after]
+    if not rows:
+        return
+    table = Table("job", "change", "reason", "before (count x cap W)", "after", "restart h", "why")
+    for c in rows:
+        table.add_row(
+            escape(c.job) + (" (pinned)" if c.pinned else ""),
+            c.kind.value,
+            c.reason.value,
+            escape(", ".join(f"{a.device} {a.count}x{a.cap_w:g}W" for a in c.before)) or "-",
+            escape(", ".join(f"{a.device} {a.count}x{a.cap_w:g}W" for a in c.after)) or "-",
+            f"{c.restart_hours:g}",
+            escape(c.detail),
+        )
+    console.print(table)
+
+
 @app.command("frontier")
 def frontier_command(
     workload: Annotated[Path, typer.Argument(help="Workload JSON file.")],
@@ -97,7 +175,7 @@ def queueing_command(
     except InvalidWorkload as exc:
         stderr.print(f"[bold red]invalid study[/] ({len(exc.errors)} problem(s)):", highlight=False)
         for error in exc.errors:
-            stderr.print(f"  {error}", highlight=False, markup=False)
+            stderr.print(f"  {error}", highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(EXIT_INVALID)
     try:
         _emit_json(result, output)
@@ -107,7 +185,7 @@ def queueing_command(
         stderr.print(f"[bold red]cannot write:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(EXIT_INVALID)
     if result.reason:
-        stderr.print(f"[bold red]{result.status.value}:[/]", escape(result.reason), highlight=False)
+        stderr.print(f"[bold red]{result.status.value}:[/]", escape(result.reason), highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_PLAN if result.ok else EXIT_NO_PLAN)
 
 
@@ -133,7 +211,7 @@ def serve_command(
 
 @app.command("night")
 def night_command(
-    queue: Annotated[Path, typer.Argument(help="Night queue JSON file (a workload with release_hours, after, power.windows).")],
+    queue: Annotated[Path, typer.Argument(help="Night queue JSON file (a workload with release_hours, after, power.windows, failures).")],
     start: Annotated[str, typer.Option("--start", help="When the night starts, ISO 8601 (e.g. 2026-12-01T22:00).")],
     hours: Annotated[float, typer.Option("--hours", help="Length of the night in hours.")],
     out: Annotated[Path, typer.Option("--out", help="Output directory (replaced as a whole, atomically).")],
@@ -200,6 +278,7 @@ def worker_command(
     from optsched.service.settings import ConfigError, load_settings
     from optsched.infra.rq import configure, redacted, run_workers
     from optsched.infra.store import PlanStore
+    from optsched.service.kinds import RUNNER
 
     try:
         settings = load_settings()
@@ -211,7 +290,7 @@ def worker_command(
                      "(redis://host:6379/0)", highlight=False)
         raise typer.Exit(EXIT_INVALID)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s")
-    ctx = configure(PlanStore(settings["DATABASE_URL"]), settings["QUEUE_URL"], queue_name=settings["QUEUE_NAME"],
+    ctx = configure(PlanStore(settings["DATABASE_URL"]), settings["QUEUE_URL"], runner=RUNNER, queue_name=settings["QUEUE_NAME"],
                     grace_s=settings["SOLVE_GRACE_S"], lease_s=settings["LEASE_S"],
                     solver_threads=settings["SOLVER_THREADS"])
     n = concurrency or os.cpu_count() or 1

@@ -1,12 +1,18 @@
 """Night-queue baselines: list schedulers producing the same NightPlan as `plan_night`.
 
 - `fifo`: ready jobs in release order (queue order among equals);
-- `edf`: ready jobs by earliest deadline (jobs without one last), then release order.
+- `edf`: ready jobs by earliest deadline (jobs without one last), then release order;
+- `easy`: EASY backfilling, what Slurm does by default: ready jobs by priority, then release order; each asks
+  for a fixed number of devices (its max_devices, else the most at which Amdahl's parallel efficiency stays
+  >= 1/2); the first job that cannot start gets a reservation at the earliest instant, by the running jobs'
+  expected ends, when enough of its devices are free and its draw fits the budgets; a later job starts now
+  only if it ends before that instant or uses only devices the reservation leaves over.
 
 At every event each ready job, in that order, takes the fastest free eligible devices at maximum cap, as
-many as it may use (max_devices) and as fit the budgets; a job that does not fit waits and the next one is
-tried. Caps never change, so a job starts only if its draw fits every budget in force until it ends:
-the domain budgets now and the global budget (a window's, else budget_w) at every window start before its end.
+many as it may use (max_devices; EASY: its request) and as fit the budgets; a job that does not fit waits
+and the next one is tried. Caps never change, so a job starts only if its draw fits every budget in force
+until it ends: the domain budgets now and the global budget (a window's, else budget_w) at every window
+start before its end. A job a device failure stops goes back to the queue and restarts from its checkpoint.
 """
 
 from __future__ import annotations
@@ -18,12 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from optsched.night.engine import Decision, ProgressCallback, View, simulate
-from optsched.night.fleet import TIME_TOL, Use, Uses
+from optsched.schema.tolerances import TIME_TOL_HOURS
+from optsched.night.fleet import Use, Uses
 from optsched.night.milp import night_warnings, validate_night
-from optsched.schema.night import NightPlan
-from optsched.schema.workload import Workload
+from optsched.schema.night import NightPlan, NightQueue
+from optsched.schema.workload import PRIORITY_WEIGHT, Workload
 
-Source = Workload | Mapping[str, Any] | str | Path
+Source = NightQueue | Workload | Mapping[str, Any] | str | Path
 
 
 class ListPolicy:
@@ -38,7 +45,7 @@ class ListPolicy:
         ends = {r.job: view.finish_at(r) for r in view.running}
         free = list(view.free)
         for j in sorted(view.ready, key=lambda j: self.order(view, j)):
-            restart = view.restart_hours if j in view.needs_restart else 0.0
+            restart = view.restart_of(j)
             placed = self._place(view, j, restart, free, uses, ends)
             if placed is None:
                 continue
@@ -47,19 +54,17 @@ class ListPolicy:
                 free[u.group] -= u.count
         return Decision(uses)
 
-    def _place(self, view: View, j: int, restart: float, free, uses, ends) -> tuple[Uses, float] | None:
-        """The most of the fastest free devices (at maximum cap) that fit every budget until the job ends."""
+    def _place(
+        self, view: View, j: int, restart: float, free, uses, ends, exactly: int | None = None
+    ) -> tuple[Uses, float] | None:
+        """The most of the fastest free devices (at maximum cap; `exactly` that many) that fit every budget until
+        the job ends."""
         fleet = view.fleet
         job = fleet.jobs[j]
-        slots = sorted(
-            (-fleet.speed(j, g, fleet.top_cap_level(g)), g) for g in fleet.eligible_groups[j] for _ in range(free[g])
-        )
-        most = len(slots) if job.max_devices is None else min(job.max_devices, len(slots))
-        for k in range(most, job.min_devices - 1, -1):
-            counts: dict[int, int] = {}
-            for _, g in slots[:k]:
-                counts[g] = counts.get(g, 0) + 1
-            candidate = tuple(Use(g, fleet.top_cap_level(g), n) for g, n in sorted(counts.items()))
+        most = job.max_devices if exactly is None else exactly
+        fewest = job.min_devices if exactly is None else exactly
+        for k in range(min(most or math.inf, sum(free[g] for g in fleet.eligible_groups[j])), fewest - 1, -1):
+            candidate = _fastest(view, j, free, k)
             end = view.t + restart + view.remaining[j] / fleet.speedup(j, candidate)
             if self._fits(view, candidate, end, uses, ends):
                 return candidate, end
@@ -73,15 +78,103 @@ class ListPolicy:
         for domain, budget in fleet.queue.power.domains.items():
             if by_domain.get(domain, 0.0) > budget + 1e-9:
                 return False
-        instants = [view.t] + [b for b in fleet.boundaries if view.t + TIME_TOL < b < end - TIME_TOL]
+        instants = [view.t] + [b for b in fleet.boundaries if view.t + TIME_TOL_HOURS < b < end - TIME_TOL_HOURS]
         for at in instants:
             budget = fleet.budget_at(at)
             if budget is None:
                 continue
-            still = [u for i, u in uses.items() if at == view.t or ends[i] > at + TIME_TOL]
+            still = [u for i, u in uses.items() if at == view.t or ends[i] > at + TIME_TOL_HOURS]
             if fleet.power([*still, candidate])[0] > budget + 1e-9:
                 return False
         return True
+
+
+def _fastest(view: View, j: int, free, k: int) -> Uses:
+    """Job j's k fastest devices among `free` (per group), at maximum cap."""
+    fleet = view.fleet
+    counts: dict[int, int] = {}
+    for g in sorted(fleet.eligible_groups[j], key=lambda g: (-fleet.speed(j, g, fleet.top_cap_level(g)), g)):
+        take = min(free[g], k - sum(counts.values()))
+        if take > 0:
+            counts[g] = take
+    return tuple(Use(g, fleet.top_cap_level(g), n) for g, n in sorted(counts.items()))
+
+
+def request(view: View, j: int) -> int:
+    """The devices job j asks for under EASY: max_devices, else the most at which its parallel efficiency
+    S(k) / k = 1 / ((1 - p) k + p) stays >= 1/2, i.e. k <= (2 - p) / (1 - p); within min_devices..eligible."""
+    fleet = view.fleet
+    job = fleet.jobs[j]
+    eligible = sum(fleet.queue.devices[g].count for g in fleet.eligible_groups[j])
+    if job.max_devices is not None:
+        want = job.max_devices
+    elif job.parallel_fraction >= 1.0:
+        want = eligible
+    else:
+        want = math.floor((2 - job.parallel_fraction) / (1 - job.parallel_fraction) + 1e-9)
+    return max(job.min_devices, min(want, eligible))
+
+
+class EasyPolicy(ListPolicy):
+    """EASY backfilling: one reservation, for the first job in priority order that cannot start."""
+
+    def __init__(self) -> None:
+        super().__init__("easy", _priority_order)
+
+    def decide(self, view: View) -> Decision:
+        uses: dict[int, Uses] = {r.job: r.uses for r in view.running}
+        ends = {r.job: view.finish_at(r) for r in view.running}
+        free = list(view.free)
+        reservation: tuple[float, list[int]] | None = None  # (shadow time, devices per group the head leaves over)
+        for j in sorted(view.ready, key=lambda j: self.order(view, j)):
+            want = request(view, j)
+            placed = self._place(view, j, view.restart_of(j), free, uses, ends, exactly=want)
+            if placed is None:
+                if reservation is None:
+                    reservation = self._reserve(view, j, want, free, uses, ends)
+                continue
+            candidate, end = placed
+            if reservation is not None and end > reservation[0] + TIME_TOL_HOURS:
+                spare = reservation[1]
+                if any(u.count > spare[u.group] for u in candidate):
+                    continue  # it would delay the reserved job
+                for u in candidate:
+                    spare[u.group] -= u.count
+            uses[j], ends[j] = candidate, end
+            for u in candidate:
+                free[u.group] -= u.count
+        return Decision(uses)
+
+    def _reserve(self, view: View, j: int, want: int, free, uses, ends) -> tuple[float, list[int]] | None:
+        """The earliest instant (now or a running job's expected end) at which job j's `want` fastest free devices
+        exist and its draw fits the budgets, and the devices per group it leaves over then; None if never."""
+        fleet = view.fleet
+        instants = sorted({view.t, *(e for e in ends.values() if e > view.t and not math.isinf(e))})
+        for at in instants:
+            still = {i: u for i, u in uses.items() if ends[i] > at + TIME_TOL_HOURS}
+            free_then = list(view.up) if view.up else [g.count for g in fleet.queue.devices]
+            for us in still.values():
+                for u in us:
+                    free_then[u.group] -= u.count
+            if sum(free_then[g] for g in fleet.eligible_groups[j]) < want:
+                continue
+            candidate = _fastest(view, j, free_then, want)
+            total, by_domain = fleet.power([*still.values(), candidate])
+            budget = fleet.budget_at(at)
+            if budget is not None and total > budget + 1e-9:
+                continue
+            if any(by_domain.get(d, 0.0) > b + 1e-9 for d, b in fleet.queue.power.domains.items()):
+                continue
+            spare = list(free_then)
+            for u in candidate:
+                spare[u.group] -= u.count
+            return at, spare
+        return None
+
+
+def _priority_order(view: View, j: int) -> tuple:
+    job = view.fleet.jobs[j]
+    return (-PRIORITY_WEIGHT[job.priority], job.release_hours, j)
 
 
 def _release_order(view: View, j: int) -> tuple:
@@ -93,19 +186,53 @@ def _deadline_order(view: View, j: int) -> tuple:
     return (deadline is None, math.inf if deadline is None else deadline, view.fleet.jobs[j].release_hours, j)
 
 
-def _run(policy: ListPolicy, queue: Source, start: datetime | str, hours: float, progress) -> NightPlan:
-    workload, begin = validate_night(queue, start=start, hours=hours)
-    return simulate(workload, policy, start=begin, hours=hours, progress=progress, warnings=night_warnings(workload))
+def _run(policy: ListPolicy, queue: Source, start, hours: float, restart_hours: float, progress) -> NightPlan:
+    workload, begin = validate_night(queue, start=start, hours=hours, restart_hours=restart_hours)
+    return simulate(
+        workload,
+        policy,
+        start=begin,
+        hours=hours,
+        restart_hours=restart_hours,
+        progress=progress,
+        warnings=night_warnings(workload),
+    )
 
 
-def fifo(queue: Source, *, start: datetime | str, hours: float, progress: ProgressCallback | None = None) -> NightPlan:
+def fifo(
+    queue: Source,
+    *,
+    start: datetime | str,
+    hours: float,
+    restart_hours: float = 0.1,
+    progress: ProgressCallback | None = None,
+) -> NightPlan:
     """First in, first out: release order, fastest free devices at maximum cap."""
-    return _run(ListPolicy("fifo", _release_order), queue, start, hours, progress)
+    return _run(ListPolicy("fifo", _release_order), queue, start, hours, restart_hours, progress)
 
 
-def edf(queue: Source, *, start: datetime | str, hours: float, progress: ProgressCallback | None = None) -> NightPlan:
+def edf(
+    queue: Source,
+    *,
+    start: datetime | str,
+    hours: float,
+    restart_hours: float = 0.1,
+    progress: ProgressCallback | None = None,
+) -> NightPlan:
     """Earliest deadline first, then release order; fastest free devices at maximum cap."""
-    return _run(ListPolicy("edf", _deadline_order), queue, start, hours, progress)
+    return _run(ListPolicy("edf", _deadline_order), queue, start, hours, restart_hours, progress)
 
 
-NIGHT_BASELINES: dict[str, Callable[..., NightPlan]] = {"fifo": fifo, "edf": edf}
+def easy(
+    queue: Source,
+    *,
+    start: datetime | str,
+    hours: float,
+    restart_hours: float = 0.1,
+    progress: ProgressCallback | None = None,
+) -> NightPlan:
+    """EASY backfilling (Slurm's default): priority then release order, one reservation for the blocked head."""
+    return _run(EasyPolicy(), queue, start, hours, restart_hours, progress)
+
+
+NIGHT_BASELINES: dict[str, Callable[..., NightPlan]] = {"fifo": fifo, "edf": edf, "easy": easy}

@@ -36,7 +36,7 @@ def _baseline_plan(workload: Workload, name: str, make_counts) -> Plan:
     data = ModelData(workload)
     objective = OBJECTIVES[workload.objective]
     counts = make_counts(data)
-    must = [j for j, job in enumerate(data.jobs) if job.is_hard or objective.admit_all]
+    must = data.must_run
     warnings = tuple(workload_warnings(workload))
     missing = [data.jobs[j].id for j in must if not job_satisfied(data, j, counts)]
     if missing or not FreeCapacity(data).within_budgets:

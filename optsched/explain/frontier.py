@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from optsched.model.data import ModelData
 from optsched.schema.plan import Plan, Status
 from optsched.solve.planner import WorkloadSource, solve_workload as plan
-from optsched.schema.workload import Workload
+from optsched.schema.workload import HARD_PRIORITIES, Priority, Workload
 
 MIN_POINTS = 12
 REFINE_POINTS = 6
@@ -164,7 +164,7 @@ def knee(points: list[FrontierPoint]) -> float | None:
 
 
 def _point(budget: float, result: Plan) -> FrontierPoint:
-    hard = [p for p in result.placements if p.priority in ("critical", "high") and p.deadline_hours is not None]
+    hard = [p for p in result.placements if Priority(p.priority) in HARD_PRIORITIES and p.deadline_hours is not None]
     return FrontierPoint(
         budget_w=budget,
         status=result.status,

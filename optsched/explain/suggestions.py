@@ -17,7 +17,6 @@ from optsched.solve.backends import Builder
 from optsched.model.data import ModelData
 from optsched.model.expressions import budgets, power_terms
 from optsched.solve.backends import build_model
-from optsched.model.objectives import OBJECTIVES
 from optsched.schema.plan import Suggestion
 from optsched.solve.highs import Outcome
 from optsched.schema.workload import Priority, Workload
@@ -28,11 +27,11 @@ INF = math.inf
 def suggest_changes(workload: Workload, *, time_limit_s: float = 20.0) -> list[Suggestion]:
     """The smallest set of changes after which the workload has a feasible plan ([] if it already has one)."""
     data = ModelData(workload)
-    items = [s for j in _must_run(data) for s in _unplaceable(data, j)]
+    items = [s for j in list(data.must_run) for s in _unplaceable(data, j)]
     if items:
         # Changes to the jobs themselves come first; the budgets and deadlines are then sized for the result.
         data = ModelData(apply_suggestions(workload, items))
-    must = _must_run(data)
+    must = list(data.must_run)
     blocked = {j for j in must if not data.options_of_job[j]}
     relaxed = _relaxed(data.workload, must)
     b = build_model(ModelData(relaxed), extra_functionality=lambda b, d: _add_elastic_rows(b, data, must, blocked))
@@ -64,9 +63,6 @@ def apply_suggestions(workload: Workload, suggestions: list[Suggestion]) -> Work
     return Workload.load(doc)
 
 
-def _must_run(data: ModelData) -> list[int]:
-    admit_all = OBJECTIVES[data.workload.objective].admit_all
-    return [j for j, job in enumerate(data.jobs) if job.is_hard or admit_all]
 
 
 def _has_deadline(data: ModelData, j: int, blocked: set[int]) -> bool:
@@ -198,7 +194,7 @@ def _read_suggestions(b: Builder, data: ModelData, must, blocked, result) -> lis
             continue
         job = data.jobs[j]
         admitted = any(counts.get(o.key, 0) for o in data.options_of_job[j])
-        if not admitted and OBJECTIVES[data.workload.objective].admit_all:
+        if not admitted and data.admit_all:
             out.append(Suggestion(kind="remove_job", target=f"jobs[{j}]", current=job.id, needed=None,
                                   message=f"job {job.id!r} cannot be placed with the others: remove it from this "
                                   f"workload ({data.workload.objective} admits every job)"))

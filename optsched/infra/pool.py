@@ -1,8 +1,8 @@
 """The solve queue: plans go in by id, a bounded pool of worker processes solves them, results go to the store.
 
 A queued row is a resource of one kind (optsched.store.ResourceKind): a plan, a night plan or a frontier. The
-queue itself only sees ids; a worker turns a claimed row into a `SolveTask` and `solve_task` runs the kind's
-Python API (`KINDS`: optsched.plan, optsched.plan_night, optsched.frontier, the same calls the CLI makes).
+queue itself only sees ids; a worker turns a claimed row into a `SolveTask` and the `Runner` the service layer
+gives the queue runs it (optsched.service.kinds: each kind's Python API, the same calls the CLI makes).
 
 `SolveQueue` is the interface the service (and later batch commands) program against; `ProcessPool` is the
 in-server implementation. A dispatcher thread owns the worker processes: it claims queued plans in the store,
@@ -31,8 +31,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for_connections
 from typing import Any, Callable
 
-from optsched.schema.errors import InvalidWorkload, OptschedError
-from optsched.infra.store import MAX_ATTEMPTS, PlanRecord, PlanState, PlanStore, ResourceKind, state_of
+from optsched.schema.errors import OptschedError
+from optsched.infra.store import MAX_ATTEMPTS, PlanRecord, PlanState, PlanStore, ResourceKind
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +76,9 @@ class QueueFull(OptschedError):
 class SolveQueue(abc.ABC):
     """What the service needs from a solve queue; implementations differ in where the solves run."""
 
-    def __init__(self, store: PlanStore):
+    def __init__(self, store: PlanStore, runner: Runner):
         self.store = store
+        self.runner = runner
 
     @abc.abstractmethod
     def start(self) -> None:
@@ -115,88 +116,27 @@ class SolveQueue(abc.ABC):
 
 
 @dataclass(frozen=True)
-class Kind:
-    """How a resource kind is solved: `solve` calls its Python API and returns (final state, result document);
-    `budget_s(workload, params)` bounds its wall time, after which (plus the grace period) the solve is killed."""
+class Runner:
+    """What a queue runs, given by the service layer (optsched.service.kinds.RUNNER): `solve` in a worker process
+    (a module-level function, so a spawned worker imports it by name) and `self.runner.budget_s(record)`, the wall time a
+    solve may take before it is stopped (plus the grace period)."""
 
-    solve: Callable[[SolveTask], tuple[PlanState, dict[str, Any]]]
-    budget_s: Callable[[dict[str, Any], dict[str, Any]], float]
-
-
-def _solve_plan(task: SolveTask) -> tuple[PlanState, dict[str, Any]]:
-    from optsched.explain.planning import plan
-
-    result = plan(task.workload, threads=task.threads)
-    return state_of(result.status), result.model_dump(mode="json")
+    solve: SolveFunction
+    budget_s: Callable[[PlanRecord], float]
 
 
-def _solve_night(task: SolveTask) -> tuple[PlanState, dict[str, Any]]:
-    from optsched.night import plan_night
-
-    result = plan_night(task.workload, **task.params)
-    return state_of(result.status), result.model_dump(mode="json", by_alias=True)
-
-
-def _solve_frontier(task: SolveTask) -> tuple[PlanState, dict[str, Any]]:
-    from optsched.explain.frontier import frontier
-
-    result = frontier(task.workload, **task.params)
-    return (PlanState.done if result.points else PlanState.infeasible), result.model_dump(mode="json")
-
-
-def _plan_budget_s(workload: dict[str, Any], params: dict[str, Any]) -> float:
-    """One solve: the workload's own time limit (what the planner uses)."""
-    return _time_limit_s(workload)
-
-
-def _night_budget_s(workload: dict[str, Any], params: dict[str, Any]) -> float:
-    """One event solve's time limit per event the night can have: each job released and finished, each power
-    window starting and ending, the start and the end."""
-    from optsched.night.milp import NIGHT_TIME_LIMIT_S
-
-    options, power = workload.get("options"), workload.get("power")
-    given = isinstance(options, dict) and "time_limit_s" in options
-    per_event = _time_limit_s(workload) if given else NIGHT_TIME_LIMIT_S
-    windows = (power.get("windows") or []) if isinstance(power, dict) else []
-    return per_event * (2 * len(workload.get("jobs") or []) + 2 * len(windows) + 2)
-
-
-def _frontier_budget_s(workload: dict[str, Any], params: dict[str, Any]) -> float:
-    """One solve's time limit per point, plus the unlimited plan and the least-feasible-budget probe."""
-    from optsched.explain.frontier import MIN_POINTS, REFINE_POINTS
-
-    points = len(params.get("budgets") or []) or MIN_POINTS + REFINE_POINTS
-    return _time_limit_s(workload) * (points + 2)
-
-
-# Every resource kind and how it is solved (tests check that each ResourceKind has one).
-KINDS: dict[ResourceKind, Kind] = {
-    ResourceKind.plan: Kind(solve=_solve_plan, budget_s=_plan_budget_s),
-    ResourceKind.night: Kind(solve=_solve_night, budget_s=_night_budget_s),
-    ResourceKind.frontier: Kind(solve=_solve_frontier, budget_s=_frontier_budget_s),
-}
-
-
-def solve_task(task: SolveTask) -> tuple[str, Any]:
-    """Run the task's kind in a worker process: ("result", (state, document)), ("invalid", field errors) or
-    ("error", message); it never raises."""
-    try:
-        state, document = KINDS[task.kind].solve(task)
-    except InvalidWorkload as exc:
-        return "invalid", [{"path": e.path, "message": e.message} for e in exc.errors]
-    except Exception as exc:  # noqa: BLE001 - the worker reports every failure instead of dying
-        log.exception("%s solve failed", task.kind)
-        return "error", f"the {task.kind} solve failed: {type(exc).__name__}: {exc}"
-    return "result", (state.value, document)
-
-
-def budget_s(record: PlanRecord) -> float:
-    """Wall-time bound of a record's solve (its kind's `budget_s`); a malformed document falls back to the default
-    time limit, since the solve will report it invalid at once."""
-    try:
-        return float(KINDS[record.kind].budget_s(record.workload or {}, dict(record.params or {})))
-    except (AttributeError, TypeError, ValueError):
-        return _time_limit_s(None)
+def record_outcome(store: PlanStore, plan_id: str, attempt: int, outcome: str, payload: Any) -> PlanState | None:
+    """Write a solve answer onto the claim `attempt`; the state written, or None when the claim was no longer
+    current (cancelled, or requeued and claimed again). The one place both queues record outcomes."""
+    if outcome == "result":
+        state, document = payload
+        state, fields = PlanState(state), {"plan": document}
+    elif outcome == "invalid":
+        details = "; ".join(f"{e['path'] or '<document>'}: {e['message']}" for e in payload)
+        state, fields = PlanState.failed, {"error": f"invalid workload: {details}"}
+    else:
+        state, fields = PlanState.failed, {"error": str(payload)}
+    return state if store.finish(plan_id, attempt, state, **fields) else None
 
 
 @dataclass(eq=False)
@@ -232,16 +172,16 @@ class ProcessPool(SolveQueue):
         max_solves_per_worker: int = 50,
         grace_s: float = 5.0,
         solver_threads: int | None = 1,
-        solve: SolveFunction = solve_task,
+        runner: Runner,
         start_method: str = "spawn",
     ):
-        super().__init__(store)
+        super().__init__(store, runner)
         self.size = workers or os.cpu_count() or 1
         self.queue_size = queue_size
         self.max_solves_per_worker = max_solves_per_worker
         self.grace_s = grace_s
         self.solver_threads = solver_threads
-        self._solve = solve
+        self._solve = runner.solve
         self._context = multiprocessing.get_context(start_method)
         self._lock = threading.Lock()
         self._queue: collections.deque[str] = collections.deque()
@@ -395,7 +335,7 @@ class ProcessPool(SolveQueue):
             record = self._next_claim()
             if record is None:
                 return
-            time_limit = budget_s(record)
+            time_limit = self.runner.budget_s(record)
             w.plan_id, w.attempt, w.time_limit_s = record.id, record.attempts, time_limit
             w.dispatched = time.monotonic()
             w.deadline = w.dispatched + time_limit + self.grace_s
@@ -422,14 +362,8 @@ class ProcessPool(SolveQueue):
         if plan_id != w.plan_id:
             return
         self._solve_seconds.append(time.monotonic() - w.dispatched)
-        if outcome == "result":
-            state, document = payload
-            self._finish(plan_id, w.attempt, PlanState(state), plan=document)
-        elif outcome == "invalid":
-            details = "; ".join(f"{e['path'] or '<document>'}: {e['message']}" for e in payload)
-            self._finish(plan_id, w.attempt, PlanState.failed, error=f"invalid workload: {details}")
-        else:
-            self._finish(plan_id, w.attempt, PlanState.failed, error=str(payload))
+        if record_outcome(self.store, plan_id, w.attempt, outcome, payload) is not None:
+            self._notify(plan_id)
         w.plan_id, w.deadline = None, math.inf
         w.solves += 1
         if w.solves >= self.max_solves_per_worker:
@@ -505,7 +439,7 @@ class ProcessPool(SolveQueue):
         orphans = [pid for pid in self.store.ids_with_state(PlanState.queued) if pid not in known]
         cutoff = datetime.now(UTC) - timedelta(seconds=self.grace_s + STALE_CLAIM_SLACK_S)
         for record in self.store.stale_solving(cutoff):
-            limit = timedelta(seconds=budget_s(record))
+            limit = timedelta(seconds=self.runner.budget_s(record))
             if record.id in in_flight or record.started_at is None or record.started_at > cutoff - limit:
                 continue
             if self.store.requeue(record.id, record.attempts):
@@ -568,22 +502,11 @@ class ProcessPool(SolveQueue):
         return max(1, min(300, math.ceil(mean / self.size)))
 
 
-def _time_limit_s(workload: dict[str, Any] | None) -> float:
-    """The workload's own time limit (what the planner uses), without validating the whole workload again."""
-    from optsched.schema.workload import Options
-
-    try:
-        return float((workload or {}).get("options", {}).get("time_limit_s", Options().time_limit_s))
-    except (AttributeError, TypeError, ValueError):
-        return Options().time_limit_s
-
-
 def _worker_main(conn: Connection, parent_pid: int, solve: SolveFunction) -> None:
     """Entry point of a worker process: answer solve requests until told to stop or orphaned."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the server; it stops the workers
     threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), daemon=True).start()
-    import optsched.solve.planner  # noqa: F401 - import before "ready" so the first solve's clock is fair
-
+    # Unpickling `solve` (a service-layer function) already imported the planners: the first solve's clock is fair.
     conn.send(("ready",))
     while True:
         try:

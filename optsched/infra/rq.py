@@ -3,7 +3,7 @@
 `RQQueue` is what the API (and `optsched batch`) submit to: one RQ job per claim of a stored row, whose only
 argument is the row's id; the row itself stays in the shared store (PostgreSQL). `optsched worker` runs
 `run_workers`: an RQ `WorkerPool` of `SolveWorker`s. RQ forks a fresh work horse per job (so HiGHS's memory
-growth dies with it); the job function `solve_job` claims the row, runs `optsched.jobs.solve_task` (the same
+growth dies with it); the job function `solve_job` claims the row, runs the service's `Runner` (the same
 function the embedded process pool runs) and writes the result to the store in one conditional transaction.
 
 While a horse solves, it holds a **lease** in Redis (`<prefix>:lease:<id>`: claim number, job id, worker, pid,
@@ -37,7 +37,6 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from multiprocessing import get_context
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from redis import Redis
@@ -50,7 +49,7 @@ from rq.serializers import JSONSerializer
 from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
 from rq.worker_pool import WorkerPool
 
-from optsched.infra.pool import QueueFull, SolveQueue, SolveTask, budget_s, solve_task
+from optsched.infra.pool import QueueFull, Runner, SolveQueue, SolveTask, record_outcome
 from optsched.infra.store import MAX_ATTEMPTS, PlanRecord, PlanState, PlanStore
 
 log = logging.getLogger(__name__)
@@ -127,9 +126,9 @@ class _Keys:
     def lease(self, plan_id: str) -> Lease | None:
         return Lease.loads(self.redis.get(self.lease_key(plan_id)))
 
-    def enqueue(self, record: PlanRecord, grace_s: float, *, at_front: bool = False) -> Job:
+    def enqueue(self, record: PlanRecord, budget_s: float, grace_s: float, *, at_front: bool = False) -> Job:
         """One RQ job for the next claim of `record`; its timeout is the solve budget plus the grace period."""
-        timeout = math.ceil(budget_s(record) + grace_s)
+        timeout = math.ceil(budget_s + grace_s)
         return self.queue.enqueue_call(
             JOB_FUNCTION,
             args=(record.id,),
@@ -156,11 +155,12 @@ class RQQueue(SolveQueue):
         store: PlanStore,
         url: str,
         *,
+        runner: Runner,
         queue_name: str = DEFAULT_QUEUE_NAME,
         queue_size: int | None = None,
         grace_s: float = DEFAULT_GRACE_S,
     ):
-        super().__init__(store)
+        super().__init__(store, runner)
         self.keys = _Keys(url, queue_name)
         self.queue_size = queue_size
         self.grace_s = grace_s
@@ -182,7 +182,7 @@ class RQQueue(SolveQueue):
         record = self.store.get(plan_id)
         if record is None or record.status != PlanState.queued:
             return
-        self.keys.enqueue(record, self.grace_s)
+        self.keys.enqueue(record, self.runner.budget_s(record), self.grace_s)
 
     def cancel(self, plan_id: str) -> PlanRecord | None:
         record, changed = self.store.cancel(plan_id)
@@ -237,6 +237,7 @@ class WorkerContext:
 
     store: PlanStore
     keys: _Keys
+    runner: Runner
     grace_s: float = DEFAULT_GRACE_S
     lease_s: float = DEFAULT_LEASE_S
     solver_threads: int | None = 1
@@ -250,6 +251,7 @@ def configure(
     store: PlanStore,
     url: str,
     *,
+    runner: Runner,
     queue_name: str = DEFAULT_QUEUE_NAME,
     grace_s: float = DEFAULT_GRACE_S,
     lease_s: float = DEFAULT_LEASE_S,
@@ -257,7 +259,7 @@ def configure(
 ) -> WorkerContext:
     """Set the context solve jobs run with in this process and the processes it forks."""
     global _context
-    _context = WorkerContext(store, _Keys(url, queue_name), grace_s, lease_s, solver_threads)
+    _context = WorkerContext(store, _Keys(url, queue_name), runner, grace_s, lease_s, solver_threads)
     return _context
 
 
@@ -274,21 +276,6 @@ def _require_context() -> WorkerContext:
     if _context is None:
         raise RuntimeError("optsched solve jobs run in `optsched worker` (or after optsched.rq_queue.configure)")
     return _context
-
-
-def record_outcome(store: PlanStore, plan_id: str, attempt: int, outcome: str, payload: Any) -> PlanState:
-    """Write a `solve_task` answer onto the claim `attempt`, as the process pool's dispatcher does."""
-    if outcome == "result":
-        state, document = payload
-        state = PlanState(state)
-        store.finish(plan_id, attempt, state, plan=document)
-        return state
-    if outcome == "invalid":
-        details = "; ".join(f"{e['path'] or '<document>'}: {e['message']}" for e in payload)
-        store.finish(plan_id, attempt, PlanState.failed, error=f"invalid workload: {details}")
-    else:
-        store.finish(plan_id, attempt, PlanState.failed, error=str(payload))
-    return PlanState.failed
 
 
 def _overrun_error(limit_s: float, grace_s: float) -> str:
@@ -311,14 +298,15 @@ def solve_job(plan_id: str) -> str:
     holder.start()
     try:
         try:
-            outcome, payload = solve_task(SolveTask.of(record, ctx.solver_threads))
+            outcome, payload = ctx.runner.solve(SolveTask.of(record, ctx.solver_threads))
         except JobTimeoutException:
             outcome, payload = "error", "timed out"  # recorded below as the overrun it is
         if _overran.is_set():
             ctx.store.finish(plan_id, record.attempts, PlanState.no_solution,
-                             error=_overrun_error(budget_s(record), ctx.grace_s))
+                             error=_overrun_error(ctx.runner.budget_s(record), ctx.grace_s))
             return PlanState.no_solution.value
-        return record_outcome(ctx.store, plan_id, record.attempts, outcome, payload).value
+        state = record_outcome(ctx.store, plan_id, record.attempts, outcome, payload)
+        return state.value if state is not None else "skipped: the claim was no longer current"
     finally:
         holder.release()
 
@@ -394,7 +382,7 @@ class SolveWorker(Worker):
         elapsed = (job.ended_at - job.started_at).total_seconds() if job.started_at and job.ended_at else 0.0
         if job.timeout and job.timeout > 0 and elapsed >= job.timeout:
             ctx.store.finish(plan_id, record.attempts, PlanState.no_solution,
-                             error=_overrun_error(budget_s(record), ctx.grace_s))
+                             error=_overrun_error(ctx.runner.budget_s(record), ctx.grace_s))
             return
         recover(ctx, record, f"its solve process died ({_exit_note(ret_val)}) on worker {self.name}")
 
@@ -415,7 +403,7 @@ def recover(ctx: WorkerContext, record: PlanRecord, reason: str) -> None:
             log.error("plan %s failed: %s", record.id, error)
         return
     if ctx.store.requeue(record.id, record.attempts):
-        ctx.keys.enqueue(record, ctx.grace_s, at_front=True)
+        ctx.keys.enqueue(record, ctx.runner.budget_s(record), ctx.grace_s, at_front=True)
         log.warning("plan %s requeued (claim %d): %s", record.id, record.attempts, reason)
 
 
@@ -437,7 +425,7 @@ def sweep(ctx: WorkerContext) -> int:
         record = ctx.store.get(plan_id)
         if record is None or record.status != PlanState.queued or record.submitted_at > now - settle:
             continue
-        ctx.keys.enqueue(record, ctx.grace_s)
+        ctx.keys.enqueue(record, ctx.runner.budget_s(record), ctx.grace_s)
         log.warning("plan %s was queued in the store but not in RQ; enqueued", plan_id)
         adopted += 1
     return adopted
@@ -488,15 +476,8 @@ def _run_worker(name: str, burst: bool, logging_level: str) -> None:
     worker.work(burst=burst, logging_level=logging_level, with_scheduler=False)
 
 
-def preload() -> None:
-    """Import the solvers once in the pool, so that each forked horse starts solving at once."""
-    import optsched.explain.frontier  # noqa: F401
-    import optsched.night  # noqa: F401
-    import optsched.solve.planner  # noqa: F401
-
-
 def run_workers(ctx: WorkerContext, concurrency: int, *, burst: bool = False) -> None:
     """Run `concurrency` RQ workers until interrupted (SIGINT/SIGTERM: each finishes its solve first)."""
-    preload()
+    # The pool process imported the planners with ctx.runner (the service's kinds): each forked horse starts solving at once.
     sweep(ctx)
     SolveWorkerPool(ctx, concurrency).start(burst=burst, logging_level="INFO")

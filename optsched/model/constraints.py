@@ -18,7 +18,7 @@ from optsched.model.amdahl import initial_tangent_points
 from optsched.model.builder import ModelBuilder as Builder, Term
 from optsched.model.expressions import budgets, groups_in, power_terms  # noqa: F401 - re-exported for the families' users
 from optsched.model.data import ModelData
-from optsched.model.objectives import OBJECTIVES
+from optsched.model.objectives import OBJECTIVES, ExtraObjective
 
 INF = math.inf
 ExtraFunctionality = Callable[[Builder, ModelData], None]
@@ -26,14 +26,13 @@ ExtraFunctionality = Callable[[Builder, ModelData], None]
 
 def add_variables(b: Builder, data: ModelData) -> None:
     """n in Z+ (devices), h in {0,1} (host), a in {0,1} (admitted), S, R, s_host >= 0 (speed units)."""
-    admit_all = OBJECTIVES[data.workload.objective].admit_all
     options = data.options
     b.add_variables("n", [o.key for o in options], [0.0] * len(options),
                     [float(min(data.groups[o.group].count, data.max_devices(o.job))) for o in options], integer=True)
     hosts = [o.key for j in range(len(data.jobs)) if needs_host(data, j) for o in data.host_options(j)]
     b.add_variables("h", hosts, [0.0] * len(hosts), [1.0] * len(hosts), integer=True)
     jobs = list(range(len(data.jobs)))
-    must = [1.0 if (job.is_hard or admit_all) else 0.0 for job in data.jobs]
+    must = [1.0 if j in data.must_run else 0.0 for j in jobs]
     b.add_variables("a", jobs, must, [1.0] * len(jobs), integer=True)
     b.add_variables("S", jobs, [0.0] * len(jobs), [data.best_speedup(j) for j in jobs], integer=False)
     b.add_variables("R", jobs, [0.0] * len(jobs), [INF] * len(jobs), integer=False)
@@ -161,8 +160,10 @@ def populate_model(
     *,
     extra_functionality: ExtraFunctionality | None = None,
     with_budgets: bool = True,
+    extra_objective: ExtraObjective | None = None,
 ) -> None:
-    """Every family of the MILP, in order; `extra_functionality(b, data)` may add rows before the objective is set."""
+    """Every family of the MILP, in order; `extra_functionality(b, data)` may add rows before the objective is set,
+    `extra_objective` variables, rows and terms added to the objective."""
     add_variables(b, data)
     add_speed_definitions(b, data)
     add_device_capacity(b, data)
@@ -174,4 +175,5 @@ def populate_model(
         add_power_budgets(b, data)
     if extra_functionality is not None:
         extra_functionality(b, data)
-    b.tie_break_weight = OBJECTIVES[data.workload.objective].add(b, data)
+    extra = extra_objective.add(b, data) if extra_objective is not None else []
+    b.tie_break_weight = OBJECTIVES[data.workload.objective].add(b, data, extra)

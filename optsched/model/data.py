@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+import numpy as np
+
+from optsched.model.objectives import OBJECTIVES
 from optsched.schema.workload import DeviceGroup, Job, PowerLevel, Workload
 
 # A host whose serial part alone leaves less than this many hours per work-hour for the parallel part
@@ -47,6 +50,82 @@ def undominated_levels(group: DeviceGroup) -> list[int]:
     return keep
 
 
+@dataclass(frozen=True, eq=False)
+class Arrays:
+    """The workload as NumPy arrays (J jobs, G groups, K kept (group, level) pairs), for vectorised work at scale."""
+
+    p: np.ndarray  # [J] parallel fraction
+    work: np.ndarray  # [J] hours on one reference device
+    deadline: np.ndarray  # [J] hours, inf when none
+    min_devices: np.ndarray  # [J]
+    max_devices: np.ndarray  # [J] min(own max_devices, eligible devices)
+    weight: np.ndarray  # [J] objective weight (priority weight x weight)
+    must: np.ndarray  # [J] bool: every plan admits the job
+    count: np.ndarray  # [G] devices
+    idle: np.ndarray  # [G] W per unused device
+    eligible: np.ndarray  # [J, G] bool
+    factor: np.ndarray  # [J, G] speed_on multiplier
+    level_group: np.ndarray  # [K] group of each kept level, groups in order
+    level_index: np.ndarray  # [K] index into the group's power_levels
+    level_speed: np.ndarray  # [K] level speed (before the job's factor)
+    level_cap: np.ndarray  # [K] W
+    top_speed: np.ndarray  # [G] fastest kept level speed
+
+    def speeds(self, jobs: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """[J', K] speed of each kept level for each job (0 where not eligible)."""
+        return (self.factor[jobs][:, self.level_group] * self.level_speed) * self.eligible[jobs][:, self.level_group]
+
+
+def workload_arrays(workload: Workload, must: tuple[int, ...]) -> Arrays:
+    jobs, groups = workload.jobs, workload.devices
+    models = sorted({g.model for g in groups})
+    model_of = np.array([models.index(g.model) for g in groups], dtype=np.int64)
+    index = {m: i for i, m in enumerate(models)}
+    factor_m = np.ones((len(jobs), len(models)))
+    allowed_m = np.ones((len(jobs), len(models)), dtype=bool)
+    for j, job in enumerate(jobs):
+        for model, f in job.speed_on.items():
+            if model in index:
+                factor_m[j, index[model]] = f
+        if job.allowed_models is not None:
+            allowed_m[j] = False
+            for model in job.allowed_models:
+                if model in index:
+                    allowed_m[j, index[model]] = True
+    need = np.array([np.nan if job.memory_gb is None else job.memory_gb for job in jobs])
+    have = np.array([np.nan if g.memory_gb is None else g.memory_gb for g in groups])
+    with np.errstate(invalid="ignore"):
+        memory_ok = np.isnan(need)[:, None] | (have[None, :] >= need[:, None])
+    eligible = allowed_m[:, model_of] & memory_ok
+    count = np.array([g.count for g in groups], dtype=np.int64)
+    own_max = np.array([np.iinfo(np.int64).max if job.max_devices is None else job.max_devices for job in jobs])
+    eligible_devices = eligible.astype(np.int64) @ count if len(groups) else np.zeros(len(jobs), dtype=np.int64)
+    kept = [(g, lv) for g, group in enumerate(groups) for lv in undominated_levels(group)]
+    level_group = np.array([g for g, _ in kept], dtype=np.int64)
+    level_index = np.array([lv for _, lv in kept], dtype=np.int64)
+    level_speed = np.array([groups[g].power_levels[lv].speed for g, lv in kept])
+    must_mask = np.zeros(len(jobs), dtype=bool)
+    must_mask[list(must)] = True
+    return Arrays(
+        p=np.array([job.parallel_fraction for job in jobs]),
+        work=np.array([job.work_hours for job in jobs]),
+        deadline=np.array([np.inf if job.deadline_hours is None else job.deadline_hours for job in jobs]),
+        min_devices=np.array([job.min_devices for job in jobs], dtype=np.int64),
+        max_devices=np.minimum(own_max, eligible_devices),
+        weight=np.array([job.objective_weight for job in jobs]),
+        must=must_mask,
+        count=count,
+        idle=np.array([g.idle_w for g in groups]),
+        eligible=eligible,
+        factor=factor_m[:, model_of],
+        level_group=level_group,
+        level_index=level_index,
+        level_speed=level_speed,
+        level_cap=np.array([groups[g].power_levels[lv].cap_w for g, lv in kept]),
+        top_speed=np.array([max(g.power_levels[lv].speed for lv in undominated_levels(g)) for g in groups]),
+    )
+
+
 @dataclass(frozen=True)
 class ModelData:
     workload: Workload
@@ -54,6 +133,35 @@ class ModelData:
     @property
     def jobs(self) -> tuple[Job, ...]:
         return self.workload.jobs
+
+    @cached_property
+    def admit_all(self) -> bool:
+        """The objective admits every job (and so every deadline binds)."""
+        return OBJECTIVES[self.workload.objective].admit_all
+
+    @cached_property
+    def must_run(self) -> tuple[int, ...]:
+        """Indices of the jobs every plan must admit: the hard priorities, or all jobs when the objective admits all."""
+        return tuple(j for j, job in enumerate(self.jobs) if job.is_hard or self.admit_all)
+
+    @cached_property
+    def must_run_set(self) -> frozenset[int]:
+        return frozenset(self.must_run)
+
+    @cached_property
+    def arrays(self) -> Arrays:
+        return workload_arrays(self.workload, self.must_run)
+
+    def has_options(self, j: int) -> bool:
+        """Job j has at least one eligible device group (without building the options)."""
+        return bool(self.arrays.eligible[j].any())
+
+    def option(self, key: tuple[int, int, int]) -> Option:
+        """The option of `key` = (job, group, level), built on the fly (the options tuple need not exist)."""
+        j, g, lv = key
+        group, job = self.groups[g], self.jobs[j]
+        level = group.power_levels[lv]
+        return Option(j, g, lv, level.speed * job.speed_on.get(group.model, 1.0), level.cap_w, group.idle_w, key)
 
     @property
     def groups(self) -> tuple[DeviceGroup, ...]:
@@ -64,17 +172,18 @@ class ModelData:
 
     @cached_property
     def options(self) -> tuple[Option, ...]:
-        out = []
-        kept = [undominated_levels(g) for g in self.groups]
-        for j, job in enumerate(self.jobs):
-            for g, group in enumerate(self.groups):
-                if not eligible(job, group):
-                    continue
-                factor = job.speed_on.get(group.model, 1.0)
-                for lv in kept[g]:
-                    level = group.power_levels[lv]
-                    out.append(Option(j, g, lv, level.speed * factor, level.cap_w, group.idle_w, (j, g, lv)))
-        return tuple(out)
+        """Every (job, eligible group, undominated level), job by job, groups and levels in workload order."""
+        a = self.arrays
+        jobs, kept = np.nonzero(a.eligible[:, a.level_group])
+        groups, levels = a.level_group[kept], a.level_index[kept]
+        speeds = a.factor[jobs, groups] * a.level_speed[kept]
+        caps, idles = a.level_cap[kept], a.idle[groups]
+        return tuple(
+            Option(j, g, lv, s, c, i, (j, g, lv))
+            for j, g, lv, s, c, i in zip(
+                jobs.tolist(), groups.tolist(), levels.tolist(), speeds.tolist(), caps.tolist(), idles.tolist()
+            )
+        )
 
     @cached_property
     def option_by_key(self) -> dict[tuple[int, int, int], Option]:
@@ -96,12 +205,12 @@ class ModelData:
 
     @cached_property
     def _eligible_devices(self) -> tuple[int, ...]:
-        return tuple(sum(self.groups[g].count for g in {o.group for o in opts}) for opts in self.options_of_job)
+        a = self.arrays
+        return tuple((a.eligible.astype(np.int64) @ a.count).tolist()) if len(a.count) else (0,) * len(self.jobs)
 
     @cached_property
     def _max_devices(self) -> tuple[int, ...]:
-        caps = (job.max_devices for job in self.jobs)
-        return tuple(n if cap is None else min(cap, n) for n, cap in zip(self._eligible_devices, caps))
+        return tuple(self.arrays.max_devices.tolist())
 
     def eligible_devices(self, j: int) -> int:
         return self._eligible_devices[j]
@@ -140,21 +249,7 @@ class ModelData:
 
     @cached_property
     def _best_speedups(self) -> tuple[float, ...]:
-        return tuple(self._best_speedup(j) for j in range(len(self.jobs)))
-
-    def _best_speedup(self, j: int) -> float:
-        from optsched.model.amdahl import speedup
-
-        per_group: dict[int, float] = {}
-        for o in self.options_of_job[j]:
-            per_group[o.group] = max(per_group.get(o.group, 0.0), o.speed)
-        speeds = sorted(
-            (s for g, s in per_group.items() for _ in range(min(self.groups[g].count, self.max_devices(j)))),
-            reverse=True,
-        )[: self.max_devices(j)]
-        if not speeds or len(speeds) < self.jobs[j].min_devices:
-            return 0.0
-        return speedup(self.jobs[j].parallel_fraction, speeds[0], sum(speeds))
+        return tuple(best_speedups(self.arrays).tolist())
 
     @cached_property
     def idle_power_w(self) -> float:
@@ -166,3 +261,23 @@ class ModelData:
     @cached_property
     def peak_power_w(self) -> float:
         return sum(max(lv.cap_w for lv in g.power_levels) * g.count for g in self.groups)
+
+
+def best_speedups(a: Arrays) -> np.ndarray:
+    """[J] the speedup on the fastest eligible devices at their fastest level, up to max_devices (0 if fewer than
+    min_devices are eligible): per job, groups sorted by speed, each filled up to what is left of max_devices."""
+    jobs, groups = a.eligible.shape
+    if not jobs or not groups:
+        return np.zeros(jobs)
+    speed = np.where(a.eligible, a.factor * a.top_speed, 0.0)
+    order = np.argsort(-speed, axis=1, kind="stable")
+    fastest = np.take_along_axis(speed, order, axis=1)
+    counts = np.where(fastest > 0, a.count[order], 0)
+    before = np.cumsum(counts, axis=1) - counts
+    take = np.clip(a.max_devices[:, None] - before, 0, counts)
+    r = (take * fastest).sum(axis=1)
+    host = fastest[:, 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = 1.0 / ((1.0 - a.p) / host + a.p / r)
+    ok = (host > 0) & (r > 0) & (a.eligible.astype(np.int64) @ a.count >= a.min_devices)
+    return np.where(ok, s, 0.0)

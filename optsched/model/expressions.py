@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from optsched.model.builder import Term
-from optsched.model.data import ModelData
+
+if TYPE_CHECKING:
+    from optsched.model.data import ModelData
 
 
 def groups_in(data: ModelData, domain: str | None) -> list[int]:

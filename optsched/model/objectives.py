@@ -1,9 +1,10 @@
-"""Objectives, registered in one place; each has one signature: add(builder, data) -> tie-break weight."""
+"""Objectives, registered in one place; each has one signature: add(builder, data, extra) -> tie-break weight
+(`extra`: the linear terms of an `ExtraObjective`, added to the registered objective as they are)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal, Mapping, Sequence
 
 from optsched.model.expressions import power_terms
 
@@ -21,12 +22,25 @@ class Objective:
     name: str
     sense: Literal["max", "min"]
     admit_all: bool  # every job must be admitted (and so meet its deadline)
-    add: Callable[["Builder", "ModelData"], float]  # sets the objective, returns the tie-break weight
+    add: Callable[["Builder", "ModelData", Sequence["Term"]], float]  # sets the objective, returns the tie-break weight
     value: Callable[[float, float], float]  # exact value from (weighted speedup, power in W)
     description: str
 
 
 OBJECTIVES: dict[str, Objective] = {}
+
+
+@dataclass(frozen=True)
+class ExtraObjective:
+    """Terms a caller adds to the registered objective (e.g. a cost of moving running jobs, optsched.replan).
+
+    `add(b, data)` adds its own variables and rows and returns linear terms in the objective's units and sense
+    (a cost is negative under max, positive under min); `value(data, counts)` is their exact value at an
+    integer allocation {(job, group, level): devices}, so that plans are ranked on the same total.
+    """
+
+    add: Callable[["Builder", "ModelData"], list["Term"]]
+    value: Callable[["ModelData", Mapping[tuple[int, int, int], int]], float]
 
 
 def register(objective: Objective) -> Objective:
@@ -54,20 +68,21 @@ def _most_speedup(data: "ModelData") -> float:
     return sum(job.objective_weight * data.best_speedup(j) for j, job in enumerate(data.jobs))
 
 
-def _add_weighted_speedup(b: "Builder", data: "ModelData") -> float:
-    """max sum_j w_j S_j - eps * P  (eps so small that power only breaks ties)."""
+def _add_weighted_speedup(b: "Builder", data: "ModelData", extra: Sequence["Term"] = ()) -> float:
+    """max sum_j w_j S_j - eps * P + extra  (eps so small that power only breaks ties)."""
     eps = _tie_break_weight(data, _smallest_gain(data), data.peak_power_w)
     idle, power = power_terms(data)
-    b.set_objective(_speedup_terms(data) + [(v, k, -eps * c) for v, k, c in power], -eps * idle, maximise=True)
+    terms = _speedup_terms(data) + [(v, k, -eps * c) for v, k, c in power] + list(extra)
+    b.set_objective(terms, -eps * idle, maximise=True)
     return eps
 
 
-def _add_min_power(b: "Builder", data: "ModelData") -> float:
-    """min P - eps * sum_j w_j S_j  (W; every job admitted; speedup only breaks ties)."""
+def _add_min_power(b: "Builder", data: "ModelData", extra: Sequence["Term"] = ()) -> float:
+    """min P - eps * sum_j w_j S_j + extra  (W; every job admitted; speedup only breaks ties)."""
     cheapest = min((o.cap_w for o in data.options), default=1.0)
     eps = _tie_break_weight(data, max(data.idle_power_w, cheapest, 1.0), _most_speedup(data))
     idle, power = power_terms(data)
-    b.set_objective(power + _speedup_terms(data, -eps), idle, maximise=False)
+    b.set_objective(power + _speedup_terms(data, -eps) + list(extra), idle, maximise=False)
     return eps
 
 

@@ -1,9 +1,16 @@
 """The event loop the night planner and the baselines share.
 
-At time 0 and at every event (a job finishes or is released, a power window starts or ends) a policy
-decides which jobs hold which devices at which caps from then on; the engine checks the decision, gives
-each job concrete device indices, advances time to the next event at the speeds the caps give
-(remaining work / speedup), cuts segments and records the power drawn and the budget in force.
+At time 0 and at every event (a job finishes or is released, a power window starts or ends, devices fail or
+come back) a policy decides which jobs hold which devices at which caps from then on; the engine checks the
+decision, gives each job concrete device indices, advances time to the next event at the speeds the caps
+give (remaining work / speedup), cuts segments and records the power drawn and the budget in force.
+
+Restarts: a job that (re)starts from a checkpoint (after a preemption, a move to other devices or a device
+failure) first holds its new devices `restart_hours` without progress. A device failure takes the group's
+lowest-indexed devices that are up; a job holding one loses the work since its last checkpoint (checkpoints
+every `checkpoint_hours` of progress since its last (re)start) and is planned again at once (`on_failure=
+"replan"`) or waits for the repair and resumes on the same devices (`"wait"`, the static reference).
+Policies do not see failures before they happen.
 """
 
 from __future__ import annotations
@@ -12,9 +19,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Literal, Protocol
 
-from optsched.night.fleet import TIME_TOL, Fleet, Uses
+from optsched.night.fleet import Fleet, Uses
+from optsched.schema.tolerances import DEADLINE_RTOL, TIME_TOL_HOURS
 from optsched.night.reasons import JobRecord, miss_reason, never_ran_reason
 from optsched.schema.night import (
     JobTimeline,
@@ -24,10 +32,11 @@ from optsched.schema.night import (
     SegmentAllocation,
 )
 from optsched.night.summary import summarize
-from optsched.schema.workload import Workload
+from optsched.schema.night import NightQueue
 
-# A job counts as meeting its deadline when finish <= deadline * (1 + DEADLINE_RTOL) (as in the core planner).
-DEADLINE_RTOL = 1e-6
+
+
+OnFailure = Literal["replan", "wait"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,7 @@ class Running:
     uses: Uses
     remaining: float  # reference work-hours left
     restart_left: float  # hours of restart to serve before progress resumes
+    since: float = 0.0  # when it (re)started on these devices
 
 
 @dataclass(frozen=True)
@@ -47,16 +57,21 @@ class View:
     running: tuple[Running, ...]
     ready: tuple[int, ...]  # waiting jobs, released, every predecessor finished (queue order)
     remaining: dict[int, float]  # work left (reference hours) of each ready job
-    needs_restart: frozenset[int]  # ready jobs preempted earlier: they restart before progressing
-    free: tuple[int, ...]  # devices per group no running job holds
-    next_event: float  # the earliest event after t with the current allocations (inf when none)
+    needs_restart: frozenset[int]  # ready jobs preempted or failed earlier: they restart before progressing
+    free: tuple[int, ...]  # devices per group no running job holds and that are up
+    next_event: float  # the earliest known event after t with the current allocations (inf when none)
     preempt: bool
-    restart_hours: float
+    ready_since: dict[int, float] = field(default_factory=dict)  # when each ready job first became ready
+    up: tuple[int, ...] = ()  # devices per group that are up (not failed)
 
     def finish_at(self, r: Running) -> float:
         """When running job r ends if its allocation stays as it is."""
         s = self.fleet.speedup(r.job, r.uses)
         return self.t + r.restart_left + (r.remaining / s if s > 0 else math.inf)
+
+    def restart_of(self, j: int) -> float:
+        """Hours ready job j first spends restarting if it starts now (0 unless it was preempted or failed)."""
+        return self.fleet.restart_hours(j) if j in self.needs_restart else 0.0
 
 
 @dataclass(frozen=True)
@@ -91,18 +106,22 @@ class _Piece:
     held: tuple[tuple[int, int, tuple[int, ...]], ...]  # (group, level, device indices)
     speedup: float
     work: float
+    lost: float = 0.0  # work rolled back at the piece's end (a device failure)
 
 
 @dataclass
 class _Job:
     remaining: float
-    state: str = "waiting"  # waiting | running | done
+    state: str = "waiting"  # waiting | running | stalled (waits for a repair) | done
     uses: Uses = ()
     held: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
     restart_left: float = 0.0
     needs_restart: bool = False
     start: float | None = None
     finish: float | None = None
+    since: float = 0.0  # when it (re)started on its current devices
+    run_from: float = 0.0  # when its current stretch of progress began (the checkpoint clock's origin)
+    ready_at: float | None = None
     pieces: list[_Piece] = field(default_factory=list)
 
 
@@ -111,30 +130,35 @@ class InternalError(RuntimeError):
 
 
 def simulate(
-    queue: Workload,
+    queue: NightQueue,
     policy: Policy,
     *,
     start: datetime,
     hours: float,
     preempt: bool = False,
     restart_hours: float = 0.0,
+    on_failure: OnFailure = "replan",
     progress: ProgressCallback | None = None,
     warnings: tuple[str, ...] = (),
 ) -> NightPlan:
     """Run the event loop for the whole queue (past the night's end if needed) and assemble the NightPlan."""
-    run = _Run(Fleet(queue), policy, preempt, restart_hours)
+    run = _Run(Fleet(queue, restart_hours), policy, preempt, on_failure)
     run.loop(progress)
     return run.night_plan(start, hours, warnings)
 
 
 class _Run:
-    def __init__(self, fleet: Fleet, policy: Policy, preempt: bool, restart_hours: float):
+    def __init__(self, fleet: Fleet, policy: Policy, preempt: bool, on_failure: OnFailure):
         self.fleet = fleet
         self.policy = policy
         self.preempt = preempt
-        self.restart_hours = restart_hours if preempt else 0.0
+        self.on_failure = on_failure
         self.jobs = [_Job(remaining=j.work_hours) for j in fleet.jobs]
         self.holders: list[list[int | None]] = [[None] * g.count for g in fleet.queue.devices]
+        self.down: dict[tuple[int, int], float] = {}  # (group, index) -> when it is back
+        self.reserved: dict[tuple[int, int], int] = {}  # (group, index) -> stalled job it waits for (on_failure=wait)
+        self.group_of = {g.id: k for k, g in enumerate(fleet.queue.devices)}
+        self.failures = sorted(fleet.queue.failures, key=lambda f: f.at_hours)
         self.events: list[NightEvent] = []
         self.time_limited = 0
         self.t = 0.0
@@ -144,20 +168,24 @@ class _Run:
     def loop(self, progress: ProgressCallback | None) -> None:
         n_jobs, n_bounds = len(self.jobs), len(self.fleet.boundaries)
         finished: list[int] = []
-        # Each event is the start, a release time, a finish or a window boundary: fewer than this.
-        for _ in range(3 * n_jobs + n_bounds + 2):
+        failed: list[int] = []
+        # Each event is the start, a release time, a finish, a window boundary, a failure or a repair: fewer than this.
+        for _ in range(3 * n_jobs + n_bounds + 2 * len(self.failures) + 2):
             ready = self._ready()
+            for i in ready:
+                if self.jobs[i].ready_at is None:
+                    self.jobs[i].ready_at = self.t
             decision = self.policy.decide(self._view(ready)) if ready or self._running() else Decision({})
             self.time_limited += decision.time_limited
-            started, recapped, preempted = self._apply(decision, ready)
-            self._record(finished, started, recapped, preempted, decision.solve)
+            started, recapped, preempted, moved = self._apply(decision, ready)
+            self._record(finished, failed, started, recapped, preempted, moved, decision.solve)
             if progress is not None:
                 done = sum(j.state == "done" for j in self.jobs)
                 progress(Progress(self.t, done, n_jobs, len(self.events)))
             nxt = self._next_event()
             if math.isinf(nxt):
                 return
-            finished = self._advance(nxt)
+            finished, failed = self._advance(nxt)
         raise InternalError("the event loop did not end within its event bound")
 
     def _running(self) -> list[int]:
@@ -169,16 +197,20 @@ class _Run:
             i
             for i, j in enumerate(self.jobs)
             if j.state == "waiting"
-            and self.fleet.jobs[i].release_hours <= self.t + TIME_TOL
+            and self.fleet.jobs[i].release_hours <= self.t + TIME_TOL_HOURS
             and all(self.jobs[p].state == "done" for p in preds[i])
         ]
 
+    def _is_free(self, g: int, k: int) -> bool:
+        return self.holders[g][k] is None and (g, k) not in self.down and (g, k) not in self.reserved
+
     def _free(self) -> tuple[int, ...]:
-        return tuple(sum(h is None for h in holders) for holders in self.holders)
+        return tuple(sum(self._is_free(g, k) for k in range(len(h))) for g, h in enumerate(self.holders))
 
     def _view(self, ready: list[int]) -> View:
         running = tuple(
-            Running(i, self.jobs[i].uses, self.jobs[i].remaining, self.jobs[i].restart_left) for i in self._running()
+            Running(i, self.jobs[i].uses, self.jobs[i].remaining, self.jobs[i].restart_left, self.jobs[i].since)
+            for i in self._running()
         )
         return View(
             t=self.t,
@@ -188,9 +220,10 @@ class _Run:
             remaining={i: self.jobs[i].remaining for i in ready},
             needs_restart=frozenset(i for i in ready if self.jobs[i].needs_restart),
             free=self._free(),
-            next_event=self._next_event(),
+            next_event=self._next_event(foreseen=True),
             preempt=self.preempt,
-            restart_hours=self.restart_hours,
+            ready_since={i: self.jobs[i].ready_at for i in ready},
+            up=tuple(g.count - sum(1 for (h, _) in self.down if h == k) for k, g in enumerate(self.fleet.queue.devices)),
         )
 
     def _finish_at(self, i: int) -> float:
@@ -198,20 +231,23 @@ class _Run:
         s = self.fleet.speedup(i, job.uses)
         return self.t + job.restart_left + (job.remaining / s if s > 0 else math.inf)
 
-    def _next_event(self) -> float:
+    def _next_event(self, foreseen: bool = False) -> float:
+        """The next event; with `foreseen`, only those a policy can know of (no failure that has not happened)."""
+        t = self.t + TIME_TOL_HOURS
         candidates = [self._finish_at(i) for i in self._running()]
-        waiting = [i for i, j in enumerate(self.jobs) if j.state == "waiting"]
-        candidates += [
-            self.fleet.jobs[i].release_hours for i in waiting if self.fleet.jobs[i].release_hours > self.t + TIME_TOL
-        ]
+        waiting = [i for i, j in enumerate(self.jobs) if j.state in ("waiting", "stalled")]
+        candidates += [self.fleet.jobs[i].release_hours for i in waiting if self.fleet.jobs[i].release_hours > t]
         if waiting or candidates:
-            candidates += [b for b in self.fleet.boundaries if b > self.t + TIME_TOL]
+            candidates += [b for b in self.fleet.boundaries if b > t]
+            candidates += [f.back_hours for f in self.failures if f.back_hours > t and (not foreseen or f.at_hours < t)]
+            if not foreseen:
+                candidates += [f.at_hours for f in self.failures if f.at_hours > t]
         return min(candidates, default=math.inf)
 
     # Applying a decision --------------------------------------------------------------------
 
-    def _apply(self, decision: Decision, ready: list[int]) -> tuple[list[int], list[int], list[int]]:
-        """Check the decision, move devices and return (started, recapped, preempted) job indices."""
+    def _apply(self, decision: Decision, ready: list[int]) -> tuple[list[int], list[int], list[int], list[int]]:
+        """Check the decision, move devices and return (started, recapped, preempted, moved) job indices."""
         uses = {i: tuple(sorted(u for u in us if u.count > 0)) for i, us in decision.uses.items()}
         uses = {i: us for i, us in uses.items() if us}
         running = self._running()
@@ -220,24 +256,29 @@ class _Run:
                 raise InternalError(
                     f"policy {self.policy.name!r} started job {self.fleet.jobs[i].id!r}, which is not ready"
                 )
-        moved = [i for i in running if i not in uses or _group_counts(uses[i]) != _group_counts(self.jobs[i].uses)]
-        if moved and not self.preempt:
-            names = [self.fleet.jobs[i].id for i in moved]
-            raise InternalError(f"policy {self.policy.name!r} moved running jobs {names} without preemption")
-        for i in moved:
+        changed = [i for i in running if i not in uses or _group_counts(uses[i]) != _group_counts(self.jobs[i].uses)]
+        preempted = [i for i in changed if i not in uses]
+        moved = [i for i in changed if i in uses]
+        forbidden = [i for i in preempted if not self.preempt]
+        forbidden += [i for i in moved if not (self.preempt or self.fleet.elastic(i))]
+        if forbidden:
+            names = [self.fleet.jobs[i].id for i in forbidden]
+            raise InternalError(
+                f"policy {self.policy.name!r} took devices from running jobs {names} (neither preemption nor elastic)"
+            )
+        for i in changed:
             self._release(i)
-        preempted = [i for i in moved if i not in uses]
         for i in preempted:
             job = self.jobs[i]
             job.state, job.uses, job.held, job.restart_left, job.needs_restart = "waiting", (), (), 0.0, True
-        recapped = [i for i in running if i in uses and i not in moved and uses[i] != self.jobs[i].uses]
+        recapped = [i for i in running if i in uses and i not in changed and uses[i] != self.jobs[i].uses]
         for i in recapped:
             self.jobs[i].uses = uses[i]
             self.jobs[i].held = _relevel(self.jobs[i].held, uses[i])
         started = [i for i in sorted(uses) if i not in running or i in moved]
         for i in started:
             self._take(i, uses[i])
-        return [i for i in started if i not in moved], recapped, [i for i in moved]
+        return [i for i in started if i not in moved], recapped, preempted, moved
 
     def _release(self, i: int) -> None:
         for g, _, indices in self.jobs[i].held:
@@ -247,7 +288,7 @@ class _Run:
     def _take(self, i: int, uses: Uses) -> None:
         held = []
         for u in uses:
-            free = [k for k, h in enumerate(self.holders[u.group]) if h is None][: u.count]
+            free = [k for k in range(len(self.holders[u.group])) if self._is_free(u.group, k)][: u.count]
             if len(free) < u.count:
                 group = self.fleet.queue.devices[u.group].id
                 raise InternalError(
@@ -258,27 +299,32 @@ class _Run:
             held.append((u.group, u.level, tuple(free)))
         job = self.jobs[i]
         was_running = job.state == "running"
-        job.state, job.uses, job.held = "running", uses, tuple(held)
-        job.restart_left = self.restart_hours if (job.needs_restart or was_running) else 0.0
+        self._run_on(i, uses, tuple(held), restart=job.needs_restart or was_running)
+
+    def _run_on(self, i: int, uses: Uses, held, *, restart: bool) -> None:
+        job = self.jobs[i]
+        job.state, job.uses, job.held = "running", uses, held
+        job.restart_left = self.fleet.restart_hours(i) if restart else 0.0
         job.needs_restart = False
+        job.since, job.run_from = self.t, self.t + job.restart_left
         if job.start is None:
             job.start = self.t
 
     # Time -----------------------------------------------------------------------------------
 
-    def _advance(self, t2: float) -> list[int]:
-        """Run every job from self.t to t2; return the jobs that finish at t2."""
+    def _advance(self, t2: float) -> tuple[list[int], list[int]]:
+        """Run every job from self.t to t2, then repair and fail devices at t2; return (finished, failed) jobs."""
         finished = []
         for i in self._running():
             job = self.jobs[i]
-            ends = self._finish_at(i) <= t2 + TIME_TOL
+            ends = self._finish_at(i) <= t2 + TIME_TOL_HOURS
             s = self.fleet.speedup(i, job.uses)
             t = self.t
             if job.restart_left > 0:
                 upto = min(t2, t + job.restart_left)
                 job.pieces.append(_Piece(t, upto, True, job.held, 0.0, 0.0))
                 left = 0.0 if upto < t2 else job.restart_left - (t2 - t)
-                job.restart_left = left if left > TIME_TOL else 0.0
+                job.restart_left = left if left > TIME_TOL_HOURS else 0.0
                 t = upto
             if t < t2:
                 work = job.remaining if ends else min(job.remaining, s * (t2 - t))
@@ -290,14 +336,69 @@ class _Run:
                 job.uses, job.held = (), ()
                 finished.append(i)
         self.t = t2
-        return finished
+        self._repair()
+        return finished, self._fail()
+
+    def _repair(self) -> None:
+        """Devices whose repair ends now are up; a stalled job whose devices are all back resumes on them."""
+        for key in [key for key, back in self.down.items() if back <= self.t + TIME_TOL_HOURS]:
+            del self.down[key]
+        for i, job in enumerate(self.jobs):
+            if job.state == "stalled" and not any((g, k) in self.down for g, _, ix in job.held for k in ix):
+                for g, _, indices in job.held:
+                    for k in indices:
+                        del self.reserved[g, k]
+                        self.holders[g][k] = i
+                self._run_on(i, job.uses, job.held, restart=True)
+
+    def _fail(self) -> list[int]:
+        """Failures starting now take each group's lowest-indexed devices that are up; return the jobs they stop."""
+        hit: set[int] = set()
+        for f in self.failures:
+            if abs(f.at_hours - self.t) > TIME_TOL_HOURS:
+                continue
+            g = self.group_of[f.device]
+            up = [k for k in range(len(self.holders[g])) if (g, k) not in self.down][: f.count]
+            for k in up:
+                self.down[g, k] = f.back_hours
+                if self.holders[g][k] is not None:
+                    hit.add(self.holders[g][k])
+        for i in sorted(hit):
+            self._stop(i)
+        return sorted(hit)
+
+    def _stop(self, i: int) -> None:
+        """A device of running job i failed: the work since its last checkpoint is lost; it waits or is re-planned."""
+        job = self.jobs[i]
+        lost = 0.0
+        if job.restart_left <= 0.0 and self.t > job.run_from:
+            every = self.fleet.checkpoint_hours(i)
+            saved = job.run_from + every * math.floor((self.t - job.run_from) / every + 1e-9)
+            lost = sum(p.speedup * max(0.0, min(p.end, self.t) - max(p.start, saved)) for p in job.pieces if not p.restart)
+        if job.pieces:
+            last = job.pieces[-1]
+            job.pieces[-1] = _Piece(last.start, last.end, last.restart, last.held, last.speedup, last.work, lost)
+        job.remaining += lost
+        self._release(i)
+        job.restart_left, job.needs_restart = 0.0, True
+        if self.on_failure == "wait":
+            job.state = "stalled"
+            for g, _, indices in job.held:
+                for k in indices:
+                    self.reserved[g, k] = i
+        else:
+            job.state, job.uses, job.held = "waiting", (), ()
 
     # Records --------------------------------------------------------------------------------
 
-    def _record(self, finished, started, recapped, preempted, solve: str | None) -> None:
+    def _record(self, finished, failed, started, recapped, preempted, moved, solve: str | None) -> None:
         ids = [j.id for j in self.fleet.jobs]
+        groups = self.fleet.queue.devices
+        down: dict[str, list[int]] = {}
+        for g, k in sorted(self.down):
+            down.setdefault(groups[g].id, []).append(k)
         power, by_domain = self.fleet.power([self.jobs[i].uses for i in self._running()])
-        released = [i for i, j in enumerate(self.fleet.jobs) if abs(j.release_hours - self.t) <= TIME_TOL]
+        released = [i for i, j in enumerate(self.fleet.jobs) if abs(j.release_hours - self.t) <= TIME_TOL_HOURS]
         self.events.append(
             NightEvent(
                 at_hours=self.t,
@@ -307,6 +408,9 @@ class _Run:
                 started=tuple(ids[i] for i in started),
                 recapped=tuple(ids[i] for i in recapped),
                 preempted=tuple(ids[i] for i in preempted),
+                moved=tuple(ids[i] for i in moved),
+                failed=tuple(ids[i] for i in failed),
+                down={g: tuple(ix) for g, ix in down.items()},
                 window=self.fleet.window_change(self.t),
                 power_w=power,
                 power_by_domain=by_domain,
@@ -349,6 +453,8 @@ class _Run:
                     wait_hours=None if rec.start is None else rec.start - job.release_hours,
                     deadline_met=met,
                     reason=reason,
+                    restarts=_restart_runs(_merged(self.jobs[i].pieces)),
+                    lost_work_hours=sum(p.lost for p in self.jobs[i].pieces),
                     segments=tuple(self._segments(i, iso)),
                 )
             )
@@ -360,8 +466,10 @@ class _Run:
             start=start,
             hours=hours,
             preempt=self.preempt,
-            restart_hours=self.restart_hours,
+            restart_hours=self.fleet.restart_default,
+            on_failure=self.on_failure,
             power=self.fleet.queue.power,
+            failures=self.fleet.queue.failures,
             status=summary.status,
             jobs=tuple(timelines),
             events=events,
@@ -390,6 +498,7 @@ class _Run:
                     restart=p.restart,
                     speedup=p.speedup,
                     work_hours=p.work,
+                    rolled_back_hours=p.lost,
                     allocations=tuple(
                         SegmentAllocation(
                             device=groups[g].id,
@@ -437,9 +546,19 @@ def _merged(pieces: list[_Piece]) -> list[_Piece]:
             last is not None
             and last.restart == p.restart
             and last.held == p.held
-            and abs(last.end - p.start) <= TIME_TOL
+            and last.lost == 0.0
+            and abs(last.end - p.start) <= TIME_TOL_HOURS
         ):
-            out[-1] = _Piece(last.start, p.end, p.restart, p.held, p.speedup, last.work + p.work)
+            out[-1] = _Piece(last.start, p.end, p.restart, p.held, p.speedup, last.work + p.work, p.lost)
         else:
             out.append(p)
     return out
+
+
+def _restart_runs(pieces: list[_Piece]) -> int:
+    """Restart runs: maximal stretches of back-to-back restart pieces."""
+    runs = 0
+    for k, p in enumerate(pieces):
+        if p.restart and not (k and pieces[k - 1].restart and abs(pieces[k - 1].end - p.start) <= TIME_TOL_HOURS):
+            runs += 1
+    return runs

@@ -7,10 +7,9 @@ from functools import cached_property
 
 from optsched.model.amdahl import speedup
 from optsched.model.data import eligible
-from optsched.schema.workload import Job, Workload
+from optsched.schema.tolerances import TIME_TOL_HOURS
+from optsched.schema.night import NightJob, NightQueue
 
-# Hours: instants closer than this are the same instant.
-TIME_TOL = 1e-9
 
 
 @dataclass(frozen=True, order=True)
@@ -27,10 +26,11 @@ Uses = tuple[Use, ...]
 
 @dataclass(frozen=True)
 class Fleet:
-    queue: Workload
+    queue: NightQueue
+    restart_default: float = 0.0  # hours: the restart cost of jobs whose queue sets none (plan_night's argument)
 
     @property
-    def jobs(self) -> tuple[Job, ...]:
+    def jobs(self) -> tuple[NightJob, ...]:
         return self.queue.jobs
 
     @cached_property
@@ -46,6 +46,20 @@ class Fleet:
     @cached_property
     def predecessors(self) -> tuple[tuple[int, ...], ...]:
         return tuple(tuple(self.job_index[a] for a in dict.fromkeys(j.after)) for j in self.queue.jobs)
+
+    @cached_property
+    def restart_costs(self) -> tuple[float, ...]:
+        return tuple(self.queue.restart_hours(j, self.restart_default) for j in range(len(self.queue.jobs)))
+
+    def restart_hours(self, j: int) -> float:
+        """Hours job j holds its devices without progress when it (re)starts from a checkpoint."""
+        return self.restart_costs[j]
+
+    def elastic(self, j: int) -> bool:
+        return self.queue.elastic(j)
+
+    def checkpoint_hours(self, j: int) -> float:
+        return self.queue.checkpoint_hours(j)
 
     def speed(self, j: int, g: int, level: int) -> float:
         """One device's speed for job j: level speed x speed_on[model] (reference devices)."""
@@ -140,7 +154,7 @@ class Fleet:
         return total, by_domain
 
     def budget_at(self, t: float) -> float | None:
-        return self.queue.power.budget_at(t + TIME_TOL)
+        return self.queue.power.budget_at(t + TIME_TOL_HOURS)
 
     @cached_property
     def boundaries(self) -> tuple[float, ...]:
@@ -151,13 +165,13 @@ class Fleet:
         """(from_hours, budget_w) of each budget period that starts after t and has a global budget."""
         out = []
         for b in self.boundaries:
-            if b > t + TIME_TOL:
+            if b > t + TIME_TOL_HOURS:
                 budget = self.budget_at(b)
                 if budget is not None:
                     out.append((b, budget))
         return out
 
     def window_change(self, t: float) -> str | None:
-        starts = any(abs(w.from_hours - t) <= TIME_TOL for w in self.queue.power.windows)
-        ends = any(abs(w.to_hours - t) <= TIME_TOL for w in self.queue.power.windows)
+        starts = any(abs(w.from_hours - t) <= TIME_TOL_HOURS for w in self.queue.power.windows)
+        ends = any(abs(w.to_hours - t) <= TIME_TOL_HOURS for w in self.queue.power.windows)
         return "change" if starts and ends else "start" if starts else "end" if ends else None

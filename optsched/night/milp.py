@@ -27,10 +27,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from optsched.schema.tolerances import POWER_TOL_W, TIME_TOL_HOURS
 from optsched.schema.errors import FieldError, InvalidWorkload
-from optsched.night.engine import Decision, ProgressCallback, Running, View, simulate
-from optsched.night.fleet import TIME_TOL, Fleet, Use, Uses
-from optsched.schema.night import NightPlan
+from optsched.night.engine import Decision, OnFailure, ProgressCallback, Running, View, simulate
+from optsched.night.fleet import Fleet, Use, Uses
+from optsched.schema.night import NightPlan, NightQueue
 from optsched.schema.plan import FEASIBLE_STATUSES, Plan, Status
 from optsched.schema.workload import (
     PRIORITY_WEIGHT,
@@ -45,7 +46,6 @@ from optsched.schema.workload import (
 # Deadlines handed to the core get this relative slack, well inside the 1e-6 the timeline accepts as met.
 DEADLINE_SLACK = 1e-7
 # Watts: rounding slack when checking the lookahead rows on a returned allocation.
-POWER_TOL = 1e-6
 # Per-event solves: decisions an event apart need no tighter gap, and a gap-proven solve is reproducible.
 NIGHT_TIME_LIMIT_S = 10.0
 NIGHT_MIP_GAP = 1e-2
@@ -54,31 +54,34 @@ SLOWDOWN_CAP = 2.0
 # With preempt, at most this many running jobs are tried as victims (one more per solve) for due jobs.
 MAX_VICTIMS = 8
 RANK = {Priority.critical: 0, Priority.high: 1, Priority.normal: 2, Priority.low: 3}
-HARD = (Priority.critical, Priority.high)
-NIGHT_ONLY_WARNING = "release_hours/after/power.windows are used by plan_night only"
 
 
 def plan_night(
-    queue: Workload | Mapping[str, Any] | str | Path,
+    queue: NightQueue | Workload | Mapping[str, Any] | str | Path,
     *,
     start: datetime | str,
     hours: float,
     preempt: bool = False,
     restart_hours: float = 0.1,
+    on_failure: OnFailure = "replan",
     time_limit_s: float | None = None,
     mip_gap: float | None = None,
     progress: ProgressCallback | None = None,
 ) -> NightPlan:
     """Plan the night's queue as a timeline (deterministic). Raises InvalidWorkload; never fails for one job.
 
-    `queue` is a Workload, a dict, a JSON path or JSON text; `start` a datetime or ISO 8601 text; `hours` the
-    night's length. `time_limit_s` and `mip_gap` apply to each event's solve; by default the queue's options
-    when it sets them, else NIGHT_TIME_LIMIT_S and NIGHT_MIP_GAP. A solve that stops at its time limit makes
+    `queue` is a NightQueue (a plain Workload is read as one), a dict, a JSON path or JSON text; `start` a
+    datetime or ISO 8601 text; `hours` the night's length. `restart_hours` is the restart cost of jobs whose
+    queue sets none; `on_failure` "replan" plans a job a device failure stops again at once, "wait" lets it
+    wait for the repair (the static reference). `time_limit_s` and `mip_gap` apply to each event's solve; by
+    default the queue's options when it sets them, else NIGHT_TIME_LIMIT_S and NIGHT_MIP_GAP. A solve that stops at its time limit makes
     the result depend on the machine's speed; summary.decisions_at_time_limit counts them.
     """
     workload, begin = validate_night(
         queue, start=start, hours=hours, restart_hours=restart_hours, time_limit_s=time_limit_s, mip_gap=mip_gap
     )
+    if on_failure not in ("replan", "wait"):
+        raise InvalidWorkload([FieldError("on_failure", f"must be 'replan' or 'wait', not {on_failure!r}")])
     given = workload.options.model_fields_set if "options" in workload.model_fields_set else set()
     if time_limit_s is None:
         time_limit_s = workload.options.time_limit_s if "time_limit_s" in given else NIGHT_TIME_LIMIT_S
@@ -92,22 +95,23 @@ def plan_night(
         hours=hours,
         preempt=preempt,
         restart_hours=restart_hours,
+        on_failure=on_failure,
         progress=progress,
         warnings=night_warnings(workload),
     )
 
 
 def validate_night(
-    queue: Workload | Mapping[str, Any] | str | Path,
+    queue: NightQueue | Workload | Mapping[str, Any] | str | Path,
     *,
     start: datetime | str,
     hours: float,
     restart_hours: float = 0.0,
     time_limit_s: float | None = None,
     mip_gap: float | None = None,
-) -> tuple[Workload, datetime]:
+) -> tuple[NightQueue, datetime]:
     """The queue and start time, or InvalidWorkload listing every problem with the arguments and the budgets."""
-    workload = Workload.load(queue)
+    workload = NightQueue.load(queue)
     problems: list[FieldError] = []
     begin = start
     if isinstance(start, str):
@@ -140,8 +144,8 @@ def _number(x: Any, *, low: float, high: float = math.inf, open_low: bool = Fals
     return (x > low if open_low else x >= low) and x <= high
 
 
-def night_warnings(workload: Workload) -> tuple[str, ...]:
-    warnings = [w for w in workload_warnings(workload) if not w.startswith(NIGHT_ONLY_WARNING)]
+def night_warnings(workload: NightQueue) -> tuple[str, ...]:
+    warnings = workload_warnings(workload)
     if workload.objective != "weighted_speedup":
         warnings.append(
             f"plan_night maximises weighted speedup at each event; objective {workload.objective!r} is not used"
@@ -149,7 +153,7 @@ def night_warnings(workload: Workload) -> tuple[str, ...]:
     return tuple(warnings)
 
 
-def _budget_problems(w: Workload) -> list[FieldError]:
+def _budget_problems(w: NightQueue) -> list[FieldError]:
     """Every budget that can be in force must at least cover the idle draw, or no timeline can hold it."""
     fleet = Fleet(w)
     problems = []
@@ -209,10 +213,10 @@ class MilpPolicy:
         waiting, due = self._waiting_entries(view)
         if not running and not waiting:
             return Decision({})
-        hard = [e.job for e in waiting if fleet.jobs[e.job].priority in HARD]
+        hard = [e.job for e in waiting if fleet.jobs[e.job].is_hard]
         # Due hard jobs must start now; hard jobs that can meet their deadline on the free devices start now too.
         urgent = sorted(
-            (j for j in due if fleet.jobs[j].priority in HARD and fleet.best_speedup(j, view.free) > 0),
+            (j for j in due if fleet.jobs[j].is_hard and fleet.best_speedup(j, view.free) > 0),
             key=lambda j: (RANK[fleet.jobs[j].priority], fleet.jobs[j].deadline_hours, j),
         )
         eager = sorted(
@@ -241,7 +245,7 @@ class MilpPolicy:
         else:
             kept = forced
         if view.preempt and best.feasible:
-            unplaced = [j for j in due if fleet.jobs[j].priority in HARD and j not in best.uses]
+            unplaced = [j for j in due if fleet.jobs[j].is_hard and j not in best.uses]
             if unplaced:
                 preempting = self._preempt(view, running, waiting, kept, unplaced, solve)
                 if preempting is not None:
@@ -280,7 +284,7 @@ class MilpPolicy:
         """Ready jobs that may start now, and the due ones among them."""
         entries, due = [], []
         for j in view.ready:
-            restart = view.restart_hours if j in view.needs_restart else 0.0
+            restart = view.restart_of(j)
             entry, is_due = self._waiting_entry(view, j, view.remaining[j], restart, view.free)
             if entry is not None:
                 entries.append(entry)
@@ -296,7 +300,7 @@ class MilpPolicy:
         # Not due, a job must run at least 1/SLOWDOWN_CAP of its best speed, so it never starts on a few slow
         # devices it would then hold for hours; with nothing left to wait for, it takes what there is.
         patient = self.slowdown_cap * remaining / best if best > 0 and not math.isinf(view.next_event) else None
-        if job.priority in HARD and job.deadline_hours is not None:
+        if job.is_hard and job.deadline_hours is not None:
             patient = None  # its deadline decides how fast it must run
         on_free = fleet.best_speedup(j, free)
         if job.deadline_hours is None:
@@ -361,7 +365,7 @@ class MilpPolicy:
                     e = replace(entry, deadline=entry.deadline) if entry is not None else replace(e, deadline=None)
                 entries.append(e)
             for v in sorted(victims):
-                entry, _ = self._waiting_entry(view, v, by_job[v].remaining, view.restart_hours, tuple(free))
+                entry, _ = self._waiting_entry(view, v, by_job[v].remaining, view.fleet.restart_hours(v), tuple(free))
                 if entry is not None:
                     entries.append(entry)
             trial = solve(entries, kept + unplaced)
@@ -431,11 +435,16 @@ class _Derived:
                 self.origin[name] = g
                 self.own_models[e.job][name] = groups[g].model
                 dedicated.append(groups[g].model_copy(update={"id": name, "model": name, "count": count}))
+        # Devices that are down (failed) or reserved for a job waiting for a repair are no one's to take.
+        unavailable = list(view.free)
+        for g, group in enumerate(groups):
+            unavailable[g] = group.count - view.free[g] - sum(u.count for r in view.running for u in r.uses if u.group == g)
         shared = []
         for g, group in enumerate(groups):
-            if group.count > held[g]:
+            count = group.count - held[g] - unavailable[g]
+            if count > 0:
                 self.origin[group.id] = g
-                shared.append(group.model_copy(update={"count": group.count - held[g]}) if held[g] else group)
+                shared.append(group.model_copy(update={"count": count}) if count != group.count else group)
         self.devices = tuple(shared + dedicated)
 
     def workload(self, time_limit_s: float, mip_gap: float) -> Workload:
@@ -516,7 +525,7 @@ class _Derived:
         ends = self._ends()
         rows = []
         for b, budget in self.fleet.future_budgets(self.view.t):
-            late = [e.job for e in self.entries if ends[e.job] > b - TIME_TOL]
+            late = [e.job for e in self.entries if ends[e.job] > b - TIME_TOL_HOURS]
             if late:
                 rows.append((b, budget, late))
         return rows
@@ -547,7 +556,7 @@ class _Derived:
                 for j in late
                 for u in uses.get(j, ())
             )
-            if draw > budget + POWER_TOL:
+            if draw > budget + POWER_TOL_W:
                 return False
         return True
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from optsched.night.fleet import TIME_TOL, Fleet
+from optsched.schema.tolerances import TIME_TOL_HOURS
+from optsched.night.fleet import Fleet
 
 Held = tuple[tuple[int, int, tuple[int, ...]], ...]  # (group, level, device indices)
 
@@ -89,7 +90,7 @@ def _ready(fleet: Fleet, i: int, records: list[JobRecord]) -> tuple[float, int |
     ready, by = fleet.jobs[i].release_hours, None
     for p in fleet.predecessors[i]:
         finish = records[p].finish
-        if finish is not None and finish > ready + TIME_TOL:
+        if finish is not None and finish > ready + TIME_TOL_HOURS:
             ready, by = finish, p
     return ready, by
 
@@ -125,7 +126,7 @@ def _free_eligible(fleet: Fleet, i: int, records: list[JobRecord], at: float) ->
             if other == i:
                 continue
             for start, end, _, pieces in rec.pieces:
-                if start <= at + TIME_TOL < end:
+                if start <= at + TIME_TOL_HOURS < end:
                     for hg, _, indices in pieces:
                         if hg == g:
                             held.update({k: other for k in indices})

@@ -13,11 +13,12 @@ from optsched.schema.night import (
     NightSummary,
     PriorityCounts,
 )
-from optsched.schema.workload import HARD_PRIORITIES, PRIORITY_WEIGHT, Priority, Workload
+from optsched.schema.night import NightQueue
+from optsched.schema.workload import HARD_PRIORITIES, PRIORITY_WEIGHT, Priority
 
 
 def summarize(
-    queue: Workload,
+    queue: NightQueue,
     policy: str,
     jobs: tuple[JobTimeline, ...],
     events: tuple[NightEvent, ...],
@@ -57,6 +58,9 @@ def summarize(
         by_priority={p.value: _priority_counts([j for j in jobs if j.priority == p.value]) for p in Priority},
         critical_path=critical_path(jobs),
         energy_kwh=energy_kwh(events, horizon),
+        work_finished_by_end_of_night_hours=sum(j.work_hours for j in finished if j.finish_hours <= hours + 1e-9),
+        lost_work_hours=sum(j.lost_work_hours for j in jobs),
+        restarts=sum(j.restarts for j in jobs),
         peak_power_w=peak,
         peak_budget_share=max(shares) if shares else None,
         peak_power_by_domain={
@@ -137,7 +141,7 @@ def _priority_counts(jobs: list[JobTimeline]) -> PriorityCounts:
     )
 
 
-def _utilisation(queue: Workload, jobs: tuple[JobTimeline, ...], horizon: float) -> tuple[DeviceUtilisation, ...]:
+def _utilisation(queue: NightQueue, jobs: tuple[JobTimeline, ...], horizon: float) -> tuple[DeviceUtilisation, ...]:
     busy = {g.id: 0.0 for g in queue.devices}
     for j in jobs:
         for s in j.segments:

@@ -1,4 +1,9 @@
-"""The night plan: a timeline of segments per job, power per event and a summary (immutable, JSON-ready).
+"""The night queue (a workload with a timeline's fields) and the night plan: a timeline of segments per job,
+power per event and a summary (immutable, JSON-ready).
+
+`NightQueue` extends the core `Workload`: its jobs (`NightJob`) have releases, dependencies, checkpoints and
+restart costs; its power (`NightPower`) has windows; the queue lists device failures and the defaults its
+jobs fall back on. The core workload rejects these fields, naming their paths.
 
 Times are given twice: as hours after the night starts (exact, what the verifier checks) and as ISO 8601
 timestamps (start + hours, to the second, for people and spreadsheets).
@@ -9,9 +14,231 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from optsched.schema.workload import Power
+from optsched.schema.errors import FieldError
+from optsched.schema.workload import (
+    Frozen,
+    Hours,
+    Id,
+    Job,
+    NonNegativeFloat,
+    Power,
+    PowerWindow,
+    Workload,
+    _semantic_problems,
+    _SemanticProblems,
+)
+
+# Hours of progress between two checkpoints of a job that sets none and whose queue sets none.
+DEFAULT_CHECKPOINT_HOURS = 1.0
+# Hours a critical / high job without a deadline may wait after it is ready, when its queue sets nothing else.
+DEFAULT_MAX_WAIT_HOURS = {"critical": 1.0, "high": 2.0}
+
+
+class NightJob(Job):
+    """A job of the night queue: a core job with a release, dependencies, checkpoints and a restart cost."""
+
+    release_hours: NonNegativeFloat = Field(default=0.0, description="Earliest start, in hours after the night starts.")
+    after: tuple[Id, ...] = Field(
+        default=(), max_length=10_000, description="Ids of jobs that must finish before this one starts."
+    )
+    checkpoint_hours: Hours | None = Field(
+        default=None,
+        description="Hours of progress between two checkpoints; a device failure loses the work since the last one "
+        "(null: the queue's defaults.checkpoint_hours).",
+    )
+    restart_hours: NonNegativeFloat | None = Field(
+        default=None,
+        le=1e6,
+        description="Hours a (re)start from a checkpoint holds the devices without progress: after a preemption, "
+        "a move, a change of devices or a failure (null: the queue's defaults, else plan_night's restart_hours).",
+    )
+    elastic: bool | None = Field(
+        default=None,
+        description="Whether the planner may grow, shrink or move the running job, paying restart_hours "
+        "(null: the queue's defaults.elastic).",
+    )
+
+
+class NightPower(Power):
+    windows: tuple[PowerWindow, ...] = Field(
+        default=(), max_length=1_000, description="Hours in which another global budget applies."
+    )
+
+    def budget_at(self, hours: float) -> float | None:
+        """The global budget in force at `hours` after the night starts (W): a window's, else budget_w."""
+        for window in self.windows:
+            if window.from_hours <= hours < window.to_hours:
+                return window.budget_w
+        return self.budget_w
+
+
+class DeviceFailure(Frozen):
+    """`count` devices of group `device` fail at `at_hours` and are back `repair_hours` later.
+
+    The devices that fail are the group's lowest-indexed ones that are up at that instant; a job holding one
+    loses the work since its last checkpoint and is planned again (or waits for the repair)."""
+
+    device: Id = Field(description="Device group id.")
+    count: int = Field(default=1, ge=1, le=1_000_000)
+    at_hours: NonNegativeFloat = Field(description="When they fail, hours after the night starts.")
+    repair_hours: Hours = Field(description="Hours until they are back.")
+
+    @property
+    def back_hours(self) -> float:
+        return self.at_hours + self.repair_hours
+
+
+class NightDefaults(Frozen):
+    """What a night job falls back on when it does not set its own value."""
+
+    checkpoint_hours: Hours = DEFAULT_CHECKPOINT_HOURS
+    restart_hours: NonNegativeFloat | None = Field(
+        default=None, le=1e6, description="Restart cost in hours (null: plan_night's restart_hours argument)."
+    )
+    elastic: bool = True
+    max_wait_hours: dict[str, NonNegativeFloat] = Field(
+        default_factory=lambda: dict(DEFAULT_MAX_WAIT_HOURS),
+        description="Per priority (critical, high): hours a ready job without a deadline may wait before it is "
+        "started ahead of others (its wait is bounded and reported).",
+    )
+
+
+class NightQueue(Workload):
+    """The night's queue: a workload whose jobs have releases and dependencies, with power windows, device
+    failures and defaults."""
+
+    jobs: tuple[NightJob, ...] = ()
+    power: NightPower = NightPower()
+    failures: tuple[DeviceFailure, ...] = Field(default=(), max_length=10_000)
+    defaults: NightDefaults = NightDefaults()
+
+    @model_validator(mode="after")
+    def consistent(self) -> NightQueue:
+        problems = _semantic_problems(self) + _night_problems(self)
+        if problems:
+            raise _SemanticProblems(problems)
+        return self
+
+    def checkpoint_hours(self, j: int) -> float:
+        job = self.jobs[j]
+        return job.checkpoint_hours if job.checkpoint_hours is not None else self.defaults.checkpoint_hours
+
+    def restart_hours(self, j: int, default: float) -> float:
+        """Job j's restart cost: its own, else the queue's default, else `default` (plan_night's argument)."""
+        job = self.jobs[j]
+        if job.restart_hours is not None:
+            return job.restart_hours
+        return self.defaults.restart_hours if self.defaults.restart_hours is not None else default
+
+    def elastic(self, j: int) -> bool:
+        job = self.jobs[j]
+        return job.elastic if job.elastic is not None else self.defaults.elastic
+
+
+def _night_problems(q: NightQueue) -> list[FieldError]:
+    problems = _dependency_problems(q.jobs)
+    problems.extend(_window_problems(q.power.windows))
+    problems.extend(_failure_problems(q))
+    for name in sorted(set(q.defaults.max_wait_hours) - {"critical", "high"}):
+        problems.append(FieldError(f"defaults.max_wait_hours.{name}", "only critical and high jobs have a bound"))
+    return problems
+
+
+def _failure_problems(q: NightQueue) -> list[FieldError]:
+    """Each failure names a device group, and at no instant are more of a group's devices down than it has."""
+    groups = {g.id: g.count for g in q.devices}
+    problems = []
+    for i, f in enumerate(q.failures):
+        if f.device not in groups:
+            problems.append(FieldError(f"failures[{i}].device", f"unknown device group {f.device!r}"))
+            continue
+        down = sum(
+            o.count
+            for o in q.failures
+            if o.device == f.device and o.at_hours <= f.at_hours < o.back_hours
+        )
+        if down > groups[f.device]:
+            problems.append(
+                FieldError(
+                    f"failures[{i}].count",
+                    f"{down} devices of {f.device!r} would be down at {f.at_hours:g} h; the group has {groups[f.device]}",
+                )
+            )
+    return problems
+
+
+def _dependency_problems(jobs: tuple[NightJob, ...]) -> list[FieldError]:
+    """Every `after` id names another job, and the dependencies form a DAG (each cycle is named)."""
+    ids = {j.id for j in jobs}
+    problems = []
+    for i, j in enumerate(jobs):
+        for k, other in enumerate(j.after):
+            if other == j.id:
+                problems.append(FieldError(f"jobs[{i}].after[{k}]", f"job {j.id!r} cannot come after itself"))
+            elif other not in ids:
+                problems.append(FieldError(f"jobs[{i}].after[{k}]", f"unknown job id {other!r}"))
+    index = {j.id: i for i, j in enumerate(jobs)}
+    for cycle in dependency_cycles(jobs):
+        path = " -> ".join(repr(c) for c in (*cycle, cycle[0]))
+        problems.append(
+            FieldError(f"jobs[{index[cycle[0]]}].after", f"dependency cycle through jobs {list(cycle)}: {path}")
+        )
+    return problems
+
+
+def dependency_cycles(jobs: tuple[NightJob, ...]) -> list[tuple[str, ...]]:
+    """Cycles of the `after` graph (self-loops and unknown ids ignored), each once, from its first job in queue order."""
+    ids = {j.id for j in jobs}
+    order = {j.id: i for i, j in enumerate(jobs)}
+    preds = {j.id: [p for p in dict.fromkeys(j.after) if p in ids and p != j.id] for j in jobs}
+    state: dict[str, int] = {}  # 1 on the current path, 2 finished
+    cycles: list[tuple[str, ...]] = []
+    for root in (j.id for j in jobs):
+        if root in state:
+            continue
+        path: list[str] = [root]
+        state[root] = 1
+        stack = [iter(preds[root])]
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                # path[k] comes after path[k + 1]: reversed, the cycle reads in execution order.
+                cycle = path[path.index(nxt) :][::-1]
+                first = min(range(len(cycle)), key=lambda k: order[cycle[k]])
+                rotated = tuple(cycle[first:] + cycle[:first])
+                if rotated not in cycles:
+                    cycles.append(rotated)
+            elif nxt not in state:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(preds[nxt]))
+    return cycles
+
+
+def _window_problems(windows: tuple[PowerWindow, ...]) -> list[FieldError]:
+    """Windows do not overlap: at most one replaces the global budget at any instant."""
+    problems = []
+    reach: int | None = None  # the window reaching furthest among those starting earlier
+    for b in sorted(range(len(windows)), key=lambda i: (windows[i].from_hours, i)):
+        if reach is not None and windows[b].from_hours < windows[reach].to_hours:
+            a = reach
+            problems.append(
+                FieldError(
+                    f"power.windows[{b}]",
+                    f"window {windows[b].from_hours:g}-{windows[b].to_hours:g} h overlaps window "
+                    f"power.windows[{a}] ({windows[a].from_hours:g}-{windows[a].to_hours:g} h)",
+                )
+            )
+        if reach is None or windows[b].to_hours > windows[reach].to_hours:
+            reach = b
+    return problems
+
+
 
 
 class NightStatus(StrEnum):
@@ -41,9 +268,18 @@ class Segment(_Frozen):
     to_hours: float
     from_: str = Field(alias="from", description="ISO 8601 timestamp of from_hours.")
     to: str = Field(description="ISO 8601 timestamp of to_hours.")
-    restart: bool = Field(default=False, description="Restarting after a preemption: devices held, no progress.")
+    restart: bool = Field(
+        default=False,
+        description="Restarting from a checkpoint (after a preemption, a move or a device failure): devices held, "
+        "no progress.",
+    )
     speedup: float = Field(description="Heterogeneous Amdahl speedup S over the segment (0 while restarting).")
     work_hours: float = Field(description="Reference work done in the segment: S x (to_hours - from_hours).")
+    rolled_back_hours: float = Field(
+        default=0.0,
+        description="Reference work lost at the segment's end: a device it holds failed and the job resumes from "
+        "its last checkpoint (the work done since, possibly in earlier segments).",
+    )
     allocations: tuple[SegmentAllocation, ...]
 
     model_config = ConfigDict(
@@ -67,6 +303,8 @@ class JobTimeline(_Frozen):
     wait_hours: float | None = Field(description="From release to start (the scheduling delay users feel).")
     deadline_met: bool | None = Field(description="null when the job has no deadline.")
     reason: str | None = Field(default=None, description="Why the deadline was missed or the job never ran.")
+    restarts: int = Field(default=0, description="Restart segments (runs) the job paid: preemptions, moves, failures.")
+    lost_work_hours: float = Field(default=0.0, description="Reference work lost to device failures.")
     segments: tuple[Segment, ...] = ()
 
 
@@ -80,6 +318,11 @@ class NightEvent(_Frozen):
     started: tuple[str, ...] = ()
     recapped: tuple[str, ...] = Field(default=(), description="Running jobs whose caps changed at this event.")
     preempted: tuple[str, ...] = ()
+    moved: tuple[str, ...] = Field(default=(), description="Running jobs given other devices (grown, shrunk, moved).")
+    failed: tuple[str, ...] = Field(default=(), description="Jobs a device failure stopped at this instant.")
+    down: dict[str, tuple[int, ...]] = Field(
+        default_factory=dict, description="Device indices per group that are down (failed, not yet repaired)."
+    )
     window: str | None = Field(default=None, description="'start' or 'end' when a power window begins or ends.")
     power_w: float = Field(description="Fleet draw until the next event, in watts.")
     power_by_domain: dict[str, float] = Field(default_factory=dict)
@@ -133,6 +376,11 @@ class NightSummary(_Frozen):
     energy_kwh: float = Field(
         description="Fleet energy (caps of busy devices, idle draw of the rest) over the horizon."
     )
+    work_finished_by_end_of_night_hours: float = Field(
+        default=0.0, description="Reference work-hours of the jobs finished by the end of the night."
+    )
+    lost_work_hours: float = Field(default=0.0, description="Reference work lost to device failures, all jobs.")
+    restarts: int = Field(default=0, description="Restart runs paid, all jobs.")
     peak_power_w: float
     peak_budget_share: float | None = Field(description="max over events of power / global budget in force.")
     peak_power_by_domain: dict[str, float]
@@ -149,8 +397,15 @@ class NightPlan(_Frozen):
     start: datetime
     hours: float = Field(description="Length of the night in hours.")
     preempt: bool = False
-    restart_hours: float = 0.0
-    power: Power = Field(description="Echo of the queue's budgets: budget_w, domains and windows.")
+    restart_hours: float = Field(
+        default=0.0, description="Restart cost of the jobs whose queue sets none (plan_night's argument), in hours."
+    )
+    on_failure: str = Field(
+        default="replan", description="'replan': a job a failure stops is planned again at once; 'wait': it waits "
+        "for the repair and resumes on the same devices."
+    )
+    power: NightPower = Field(description="Echo of the queue's budgets: budget_w, domains and windows.")
+    failures: tuple[DeviceFailure, ...] = Field(default=(), description="Echo of the queue's device failures.")
     status: NightStatus
     jobs: tuple[JobTimeline, ...]
     events: tuple[NightEvent, ...]

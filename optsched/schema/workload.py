@@ -95,12 +95,6 @@ class Job(Frozen):
     speed_on: dict[Id, Speed] = Field(
         default_factory=dict, description="Model -> multiplier of that model's speed for this job."
     )
-    release_hours: NonNegativeFloat = Field(
-        default=0.0, description="Earliest start, in hours after the night starts (plan_night only)."
-    )
-    after: tuple[Id, ...] = Field(
-        default=(), max_length=10_000, description="Ids of jobs that must finish before this one starts (plan_night only)."
-    )
 
     @property
     def is_hard(self) -> bool:
@@ -112,7 +106,8 @@ class Job(Frozen):
 
 
 class PowerWindow(Frozen):
-    """Hours [from_hours, to_hours) after the night starts in which budget_w replaces the global budget."""
+    """Hours [from_hours, to_hours) after the night starts in which budget_w replaces the global budget (a night
+    queue's `power.windows`, optsched.schema.night; the core workload has no windows)."""
 
     from_hours: NonNegativeFloat
     to_hours: PositiveFloat
@@ -128,15 +123,9 @@ class PowerWindow(Frozen):
 class Power(Frozen):
     budget_w: NonNegativeFloat | None = Field(default=None, description="Cap on the whole fleet, in watts.")
     domains: dict[Id, NonNegativeFloat] = Field(default_factory=dict, description="Cap per power domain, in watts.")
-    windows: tuple[PowerWindow, ...] = Field(
-        default=(), max_length=1_000, description="Hours in which another global budget applies (plan_night only)."
-    )
 
     def budget_at(self, hours: float) -> float | None:
-        """The global budget in force at `hours` after the night starts (W): a window's, else budget_w."""
-        for window in self.windows:
-            if window.from_hours <= hours < window.to_hours:
-                return window.budget_w
+        """The global budget in force at `hours` (W): budget_w (a night queue's windows replace it inside them)."""
         return self.budget_w
 
 
@@ -144,6 +133,9 @@ class Options(Frozen):
     time_limit_s: float = Field(default=30.0, gt=0, le=86_400)
     mip_gap: float = Field(
         default=0.01, ge=0, le=1, description="Relative gap at which a plan counts as optimal (bench/results/planner.md)."
+    )
+    move_cost_hours: float = Field(
+        default=0.25, ge=0, le=1_000, description="Hours of its run a running job loses when a re-plan moves it (optsched.replan)."
     )
 
 
@@ -171,9 +163,14 @@ class Workload(Frozen):
 
     @classmethod
     def load(cls, source: Workload | Mapping[str, Any] | str | Path) -> Workload:
-        """A workload from an object, a dict, a JSON file path or a JSON string; InvalidWorkload lists every problem."""
-        if isinstance(source, Workload):
+        """A workload from an object, a dict, a JSON file path or a JSON string; InvalidWorkload lists every problem.
+
+        An object of another workload class (a night queue given to the core, a workload given to the night
+        planner) is validated again as this class, from the fields it sets."""
+        if type(source) is cls:
             return source
+        if isinstance(source, Workload):
+            source = source.model_dump(mode="json", exclude_unset=True)
         if isinstance(source, (str, Path)):
             source = _read_json(source)
         check_document(source)
@@ -216,78 +213,6 @@ def _semantic_problems(w: Workload) -> list[FieldError]:
             problems.append(
                 FieldError(f"jobs[{i}].min_devices", f"min_devices {j.min_devices} > max_devices {j.max_devices}")
             )
-    problems.extend(_dependency_problems(w.jobs))
-    problems.extend(_window_problems(w.power.windows))
-    return problems
-
-
-def _dependency_problems(jobs: tuple[Job, ...]) -> list[FieldError]:
-    """Every `after` id names another job, and the dependencies form a DAG (each cycle is named)."""
-    ids = {j.id for j in jobs}
-    problems = []
-    for i, j in enumerate(jobs):
-        for k, other in enumerate(j.after):
-            if other == j.id:
-                problems.append(FieldError(f"jobs[{i}].after[{k}]", f"job {j.id!r} cannot come after itself"))
-            elif other not in ids:
-                problems.append(FieldError(f"jobs[{i}].after[{k}]", f"unknown job id {other!r}"))
-    index = {j.id: i for i, j in enumerate(jobs)}
-    for cycle in dependency_cycles(jobs):
-        path = " -> ".join(repr(c) for c in (*cycle, cycle[0]))
-        problems.append(
-            FieldError(f"jobs[{index[cycle[0]]}].after", f"dependency cycle through jobs {list(cycle)}: {path}")
-        )
-    return problems
-
-
-def dependency_cycles(jobs: tuple[Job, ...]) -> list[tuple[str, ...]]:
-    """Cycles of the `after` graph (self-loops and unknown ids ignored), each once, from its first job in queue order."""
-    ids = {j.id for j in jobs}
-    order = {j.id: i for i, j in enumerate(jobs)}
-    preds = {j.id: [p for p in dict.fromkeys(j.after) if p in ids and p != j.id] for j in jobs}
-    state: dict[str, int] = {}  # 1 on the current path, 2 finished
-    cycles: list[tuple[str, ...]] = []
-    for root in (j.id for j in jobs):
-        if root in state:
-            continue
-        path: list[str] = [root]
-        state[root] = 1
-        stack = [iter(preds[root])]
-        while stack:
-            nxt = next(stack[-1], None)
-            if nxt is None:
-                state[path.pop()] = 2
-                stack.pop()
-            elif state.get(nxt) == 1:
-                # path[k] comes after path[k + 1]: reversed, the cycle reads in execution order.
-                cycle = path[path.index(nxt) :][::-1]
-                first = min(range(len(cycle)), key=lambda k: order[cycle[k]])
-                rotated = tuple(cycle[first:] + cycle[:first])
-                if rotated not in cycles:
-                    cycles.append(rotated)
-            elif nxt not in state:
-                state[nxt] = 1
-                path.append(nxt)
-                stack.append(iter(preds[nxt]))
-    return cycles
-
-
-def _window_problems(windows: tuple[PowerWindow, ...]) -> list[FieldError]:
-    """Windows do not overlap: at most one replaces the global budget at any instant."""
-    problems = []
-    reach: int | None = None  # the window reaching furthest among those starting earlier
-    for b in sorted(range(len(windows)), key=lambda i: (windows[i].from_hours, i)):
-        if reach is not None and windows[b].from_hours < windows[reach].to_hours:
-            a = reach
-            problems.append(
-                FieldError(
-                    f"power.windows[{b}]",
-                    f"window {windows[b].from_hours:g}-{windows[b].to_hours:g} h overlaps window "
-                    f"power.windows[{a}] ({windows[a].from_hours:g}-{windows[a].to_hours:g} h)",
-                )
-            )
-        if reach is None or windows[b].to_hours > windows[reach].to_hours:
-            reach = b
     return problems
 
 
@@ -305,12 +230,32 @@ def field_errors(exc: ValidationError) -> list[FieldError]:
         prefix = _json_path(err["loc"])
         if found is not None:
             out.extend(FieldError(_join(prefix, p.path), p.message) for p in found)
+        elif err["type"] == "extra_forbidden" and _night_only(err["loc"]):
+            out.append(FieldError(prefix, NIGHT_ONLY_MESSAGE.format(field=err["loc"][-1])))
         else:
             out.append(FieldError(prefix, err["msg"]))
     if total > MAX_LISTED_ERRORS:
         out = out[:MAX_LISTED_ERRORS]
         out.append(FieldError("", f"and {total - MAX_LISTED_ERRORS:,} more problems not listed; fix these first"))
     return out
+
+
+# Fields only a night queue (optsched.schema.night.NightQueue) has, by where they sit in the document.
+NIGHT_ONLY_JOB_FIELDS = frozenset({"release_hours", "after", "checkpoint_hours", "restart_hours", "elastic"})
+NIGHT_ONLY_TOP_FIELDS = frozenset({"failures", "defaults"})
+NIGHT_ONLY_MESSAGE = (
+    "{field!r} is a night-queue field: the core planner takes no timeline; plan this queue with plan_night "
+    "(optsched night, POST /v1/night-plans), or remove the field"
+)
+
+
+def _night_only(loc: tuple[Any, ...]) -> bool:
+    """Whether an unknown field's location is one a night queue allows (jobs[i].after, power.windows, failures...)."""
+    if len(loc) == 1:
+        return loc[0] in NIGHT_ONLY_TOP_FIELDS
+    if len(loc) == 2:
+        return loc == ("power", "windows")
+    return len(loc) == 3 and loc[0] == "jobs" and isinstance(loc[1], int) and loc[2] in NIGHT_ONLY_JOB_FIELDS
 
 
 def _json_path(loc: tuple[Any, ...]) -> str:
@@ -348,7 +293,7 @@ def _reject_constant(name: str) -> Any:
 
 
 def workload_warnings(w: Workload) -> list[str]:
-    """Suspicious but valid input: names that match nothing, night-only fields the core planner ignores."""
+    """Suspicious but valid input: names that match nothing."""
     models = {d.model for d in w.devices}
     domains = {d.domain for d in w.devices if d.domain is not None}
     warnings: list[str] = []
@@ -359,6 +304,4 @@ def workload_warnings(w: Workload) -> list[str]:
             warnings.append(f"job {j.id!r}: speed_on model {m!r} matches no device")
     for name in sorted(set(w.power.domains) - domains):
         warnings.append(f"power.domains: domain {name!r} has no devices")
-    if w.power.windows or any(j.release_hours or j.after for j in w.jobs):
-        warnings.append("release_hours/after/power.windows are used by plan_night only; this plan ignores them")
     return warnings

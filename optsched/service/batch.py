@@ -24,7 +24,10 @@ from typing import Any, Callable, Sequence
 from optsched.schema.errors import InvalidWorkload, OptschedError
 from optsched.infra.pool import SolveQueue
 from optsched.schema.plan import FEASIBLE_STATUSES
+from optsched.infra.rq import redacted
 from optsched.infra.store import PlanRecord, PlanState, PlanStore
+from optsched.service import resources
+from optsched.service.queues import open_queue
 from optsched.schema.workload import Workload
 
 SUMMARY_FILE = "batch-summary.json"
@@ -162,18 +165,9 @@ def _reject_constant(name: str) -> None:
 
 def submit(store: PlanStore, queue: SolveQueue, item: BatchInput) -> tuple[PlanRecord, bool]:
     """The store's row for this workload, submitting it unless one with a verdict (or on its way) exists."""
-    key = KEY_PREFIX + item.sha256
-    record, created = store.create(item.document, key)
-    if not created and record.status in RETRIED_STATES:
-        store.delete(record.id, states=RETRIED_STATES)
-        record, created = store.create(item.document, key)
-    if created:
-        try:
-            queue.submit(record.id)
-        except Exception:
-            store.delete(record.id, states=[PlanState.queued])
-            raise
-    return record, created
+    done = resources.submit(store, queue, item.document, idempotency_key=KEY_PREFIX + item.sha256,
+                            replace_states=RETRIED_STATES)
+    return done.record, done.created
 
 
 def previous_entries(out_dir: Path) -> dict[str, BatchEntry]:
@@ -314,26 +308,22 @@ def open_backend(
     """RQ workers when `queue_url` is set (the store must be the one they use), else local solver processes;
     the store is `database_url`, or without one a SQLite file in `out_dir` (so that reruns find their rows).
     `run_batch` starts the queue once it has something to solve."""
-    from optsched.infra.pool import ProcessPool
-
+    settings = {"QUEUE_URL": queue_url, "QUEUE_NAME": queue_name, "QUEUE_SIZE": 1_000_000, "WORKERS": workers,
+                "MAX_SOLVES_PER_WORKER": 50, "SOLVE_GRACE_S": grace_s, "SOLVER_THREADS": solver_threads}
     if queue_url:
-        from optsched.infra.rq import RQQueue, redacted
-
         if not database_url:
             raise InvalidBatch(["OPTSCHED_QUEUE_URL is set but OPTSCHED_DATABASE_URL is not: set both to what the "
                                 "workers use (PostgreSQL), or neither to solve locally"])
         store = PlanStore(database_url)
-        rq = RQQueue(store, queue_url, queue_name=queue_name, grace_s=grace_s)
-        rq.keys.redis.ping()  # fail now, not halfway through the submissions
-        queue: SolveQueue = rq
+        queue = open_queue(store, settings)
+        queue.keys.redis.ping()  # fail now, not halfway through the submissions
         label = f"rq {redacted(queue_url)} queue {queue_name}"
         local = False
     else:
         out_dir.mkdir(parents=True, exist_ok=True)
         store = PlanStore(database_url or f"sqlite:///{(out_dir / LOCAL_STORE).resolve()}")
-        pool = ProcessPool(store, workers=workers, queue_size=1_000_000, grace_s=grace_s,
-                           solver_threads=solver_threads)
-        queue, label, local = pool, f"local ({pool.size} processes)", True
+        queue = open_queue(store, settings)
+        label, local = f"local ({queue.size} processes)", True
     return Backend(store=store, queue=queue, label=label, local=local)
 
 def write_atomically(path: Path, text: str) -> None:

@@ -3,7 +3,8 @@
 The constraint families in optsched.model call only `Builder` methods, so both backends build the same
 rows; tests solve random workloads with both and compare the optima. The HiGHS backend is the default
 because Pyomo's expression and hand-off layers cost more than the solve itself on large workloads
-(bench/results/planner.md has the measured ratio).
+(bench/results/planner.md has the measured ratio). The Pyomo backend lives in optsched.solve.pyomo_backend: it
+offers the solving interface of `Builder` but no `highs()`.
 """
 
 from __future__ import annotations
@@ -16,16 +17,24 @@ import numpy as np
 from optsched.model.builder import ModelBuilder
 from optsched.model.constraints import ExtraFunctionality, populate_model
 from optsched.model.data import ModelData
-from optsched.solve.highs import SolveResult, configure, new_highs, run_highs
+from optsched.model.objectives import ExtraObjective
+from optsched.solve.highs import Outcome, Poll, SolveResult, new_highs, run_highs
+from optsched.solve.pyomo_backend import PyomoBuilder
 
 class Builder(ModelBuilder):
     """A linear model under construction and, once built, solved repeatedly with rows added in between."""
 
     solve_seconds: float = 0.0  # time spent inside HiGHS over every solve of this model
+    # A solve that ignored its interrupt still owns the HiGHS object: no later solve or change may touch it.
+    abandoned: bool = False
 
     @abstractmethod
     def highs(self):
         """The highspy.Highs object holding the model, synchronised with every row added so far."""
+
+    def prepare(self) -> None:
+        """Hand the model to the solver now, so that the hand-off is timed apart from the first solve."""
+        self.highs()
 
     def solve(
         self,
@@ -36,7 +45,10 @@ class Builder(ModelBuilder):
         warm_start: dict[tuple[str, Hashable], float] | None = None,
         relax: bool = False,
         presolve: bool = False,
+        on_poll: Poll | None = None,
     ) -> SolveResult:
+        if self.abandoned:
+            return SolveResult(Outcome.limit_without_solution, None, None, 0.0, None, abandoned=True)
         h = self.highs()
         start = None
         if warm_start:
@@ -44,15 +56,18 @@ class Builder(ModelBuilder):
             start = (np.array([c for c, _ in cols], dtype=np.int32), np.array([v for _, v in cols]))
         result = run_highs(
             h, wall_deadline=wall_deadline, mip_gap=mip_gap, threads=threads, warm_start=start, relax=relax,
-            integer_columns=self.integer_columns(), presolve=presolve,
+            integer_columns=self.integer_columns(), presolve=presolve, on_poll=on_poll,
         )
         self.solve_seconds += result.seconds
+        self.abandoned = result.abandoned
         return result
 
     def solve_within(
         self, bounds: dict[tuple[str, Hashable], tuple[float, float]], **solve_args
     ) -> SolveResult:
         """Solve with some columns' bounds narrowed (a sub-MIP), then restore them."""
+        if self.abandoned:
+            return self.solve(**solve_args)
         h = self.highs()
         cols = np.array([self.column(n, k) for n, k in bounds], dtype=np.int32)
         old_lower, old_upper = self.column_bounds(cols)
@@ -61,7 +76,8 @@ class Builder(ModelBuilder):
         try:
             return self.solve(**solve_args)
         finally:
-            h.changeColsBounds(len(cols), cols, old_lower, old_upper)
+            if not self.abandoned:
+                h.changeColsBounds(len(cols), cols, old_lower, old_upper)
 
     def integer_columns(self) -> np.ndarray | None:
         """Integer columns, when the builder knows them without asking HiGHS."""
@@ -180,65 +196,6 @@ class HighsBuilder(Builder):
         h.changeObjectiveSense(self._sense.kMaximize if self._maximise else self._sense.kMinimize)
 
 
-class PyomoBuilder(Builder):
-    """The same rows as Pyomo components, handed to HiGHS by Pyomo's persistent interface."""
-
-    def __init__(self, name: str = "optsched"):
-        import pyomo.environ as pyo
-
-        self.pyo = pyo
-        self.model = pyo.ConcreteModel(name=name)
-        self._solver = None
-        self._pending: list = []
-
-    def add_variables(self, name, keys, lower, upper, integer):
-        if self._solver is not None:
-            raise RuntimeError("add variables before the model is first solved")
-        pyo = self.pyo
-        keys = list(keys)
-        bounds = {k: (lo, None if hi == float("inf") else hi) for k, lo, hi in zip(keys, lower, upper)}
-        domain = pyo.Integers if integer else pyo.Reals
-        var = pyo.Var(pyo.Set(initialize=keys, dimen=None), domain=domain, bounds=lambda m, *k: bounds[k if len(k) > 1 else k[0]])
-        setattr(self.model, name, var)
-
-    def column(self, name, key):
-        var = getattr(self.model, name)[key]
-        return self._solver._pyomo_var_to_solver_var_map[id(var)]
-
-    def add_rows(self, family, rows):
-        pyo = self.pyo
-        component = getattr(self.model, family, None)
-        if component is None:
-            component = pyo.Constraint(pyo.Any)
-            setattr(self.model, family, component)
-        for key, terms, lo, hi in rows:
-            expr = sum(coef * getattr(self.model, var)[k] for var, k, coef in terms)
-            component[key] = (None if lo == -float("inf") else lo, expr, None if hi == float("inf") else hi)
-            if self._solver is not None:
-                self._pending.append(component[key])
-
-    def set_objective(self, terms, constant, maximise):
-        pyo = self.pyo
-        if hasattr(self.model, "objective"):
-            self.model.del_component("objective")
-        expr = constant + sum(coef * getattr(self.model, var)[k] for var, k, coef in terms)
-        self.model.objective = pyo.Objective(expr=expr, sense=pyo.maximize if maximise else pyo.minimize)
-        if self._solver is not None:
-            self._solver.set_objective(self.model.objective)
-
-    def highs(self):
-        if self._solver is None:
-            from pyomo.contrib.solver.solvers.highs import Highs
-
-            self._solver = Highs()
-            self._solver._active_config = self._solver.config
-            self._solver.set_instance(self.model)
-        elif self._pending:
-            self._solver.add_constraints(self._pending)
-            self._pending = []
-        return configure(self._solver._solver_model)
-
-
 BACKENDS = {"highs": HighsBuilder, "pyomo": PyomoBuilder}
 
 
@@ -255,8 +212,11 @@ def build_model(
     backend: str = "highs",
     extra_functionality: ExtraFunctionality | None = None,
     with_budgets: bool = True,
+    extra_objective: ExtraObjective | None = None,
 ) -> Builder:
     """The whole MILP for one workload on a new builder of `backend`, ready to solve."""
     b = make_builder(backend, name=data.workload.name)
-    populate_model(b, data, extra_functionality=extra_functionality, with_budgets=with_budgets)
+    populate_model(
+        b, data, extra_functionality=extra_functionality, with_budgets=with_budgets, extra_objective=extra_objective
+    )
     return b

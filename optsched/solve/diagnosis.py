@@ -5,16 +5,12 @@ from __future__ import annotations
 import time
 
 from optsched.model.data import ModelData, eligible
-from optsched.model.objectives import OBJECTIVES
 from optsched.solve.highs import Outcome
 
 # Each least-power probe of an infeasible workload gets this long; a probe that times out says nothing.
 PROBE_TIME_LIMIT_S = 5.0
 
 
-def _must_run(data: ModelData) -> list[int]:
-    admit_all = OBJECTIVES[data.workload.objective].admit_all
-    return [j for j, job in enumerate(data.jobs) if job.is_hard or admit_all]
 
 
 def _who(data: ModelData, j: int) -> str:
@@ -25,7 +21,7 @@ def _who(data: ModelData, j: int) -> str:
 def precheck(data: ModelData) -> list[str]:
     """Reasons that need no solve: a must-run job with no eligible device or no way to meet its deadline, idle over budget."""
     reasons = []
-    for j in _must_run(data):
+    for j in list(data.must_run):
         reasons.extend(_job_reasons(data, j))
     reasons.extend(_idle_reasons(data))
     return reasons
@@ -85,7 +81,7 @@ def diagnose_infeasible(data: ModelData) -> list[str]:
     """For each budget, the least power the must-run jobs need there (other budgets lifted); then joint conflicts."""
     from optsched.model.expressions import budgets
 
-    must = [data.jobs[j].id for j in _must_run(data)]
+    must = [data.jobs[j].id for j in list(data.must_run)]
     reasons = []
     for domain, budget in budgets(data):
         least = least_power(data, domain)

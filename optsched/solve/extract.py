@@ -6,12 +6,11 @@ import math
 import time
 
 from optsched.model.amdahl import speedup
-from optsched.model.data import ModelData
+from optsched.model.data import ModelData, Option
 from optsched.model.objectives import Objective
+from optsched.schema.tolerances import DEADLINE_RTOL
 from optsched.schema.plan import Allocation, DeviceUse, Placement, Plan, Status
 
-# Deadlines are met when runtime <= deadline * (1 + DEADLINE_RTOL): the solver's feasibility tolerance.
-DEADLINE_RTOL = 1e-6
 
 Counts = dict[tuple[int, int, int], int]  # (job, group, level) -> devices
 
@@ -22,36 +21,64 @@ def relative_gap(value: float | None, bound: float | None) -> float:
     return abs(bound - value) / max(abs(value), 1e-9)
 
 
+Used = list[tuple[Option, int]]  # one job's options with devices, in option order (group, then level)
+
+
+def used_by_job(data: ModelData, counts) -> list[Used]:
+    """Per job, the options it holds devices of and how many: read from `counts` alone (no option tuple needed)."""
+    out: list[Used] = [[] for _ in data.jobs]
+    for key in sorted(k for k, n in counts.items() if n > 0):
+        out[key[0]].append((data.option(key), counts[key]))
+    return out
+
+
+def _host(used: Used) -> Option | None:
+    return max((o for o, _ in used), key=lambda o: o.speed, default=None)
+
+
+def _aggregate(used: Used) -> tuple[float, float]:
+    host = _host(used)
+    return (host.speed if host else 0.0), sum(o.speed * n for o, n in used)
+
+
+def _used(data: ModelData, j: int, counts) -> Used:
+    return [(data.option(k), n) for k, n in sorted(counts.items()) if k[0] == j and n > 0]
+
+
 def host_option(data: ModelData, j: int, counts):
-    used = [o for o in data.options_of_job[j] if counts.get(o.key, 0) > 0]
-    return max(used, key=lambda o: o.speed, default=None)
+    return _host(_used(data, j, counts))
 
 
 def host_and_aggregate(data: ModelData, j: int, counts) -> tuple[float, float]:
-    host = host_option(data, j, counts)
-    r = sum(o.speed * counts.get(o.key, 0) for o in data.options_of_job[j])
-    return (host.speed if host else 0.0), r
+    return _aggregate(_used(data, j, counts))
 
 
-def exact_speedups(data: ModelData, counts) -> list[float]:
-    return [speedup(job.parallel_fraction, *host_and_aggregate(data, j, counts)) for j, job in enumerate(data.jobs)]
+def exact_speedups(data: ModelData, counts, used: list[Used] | None = None) -> list[float]:
+    used = used_by_job(data, counts) if used is None else used
+    return [speedup(job.parallel_fraction, *_aggregate(u)) for job, u in zip(data.jobs, used)]
 
 
 def weighted(data: ModelData, speedups: list[float]) -> float:
     return sum(job.objective_weight * s for job, s in zip(data.jobs, speedups))
 
 
+def _group_use(data: ModelData, counts) -> tuple[list[int], list[float]]:
+    """Per group: devices used and the watts they draw at their caps."""
+    used, drawn = [0] * len(data.groups), [0.0] * len(data.groups)
+    for (_, g, lv), n in sorted(counts.items()):
+        if n:
+            used[g] += n
+            drawn[g] += n * data.groups[g].power_levels[lv].cap_w
+    return used, drawn
+
+
 def power(data: ModelData, counts, domain: str | None = None) -> float:
+    used, drawn = _group_use(data, counts)
     total = 0.0
     for g, group in enumerate(data.groups):
         if domain is not None and group.domain != domain:
             continue
-        used = 0
-        for o in data.options_of_group[g]:
-            n = counts.get(o.key, 0)
-            used += n
-            total += n * o.cap_w
-        total += (group.count - used) * group.idle_w
+        total += drawn[g] + (group.count - used[g]) * group.idle_w
     return total
 
 
@@ -61,9 +88,10 @@ def domains(data: ModelData) -> list[str]:
 
 def device_uses(data: ModelData, counts) -> tuple[DeviceUse, ...]:
     uses = []
+    in_use, drawn = _group_use(data, counts)
     for g, group in enumerate(data.groups):
-        used = sum(counts.get(o.key, 0) for o in data.options_of_group[g])
-        power = sum(counts.get(o.key, 0) * o.cap_w for o in data.options_of_group[g]) + (group.count - used) * group.idle_w
+        used = in_use[g]
+        power = drawn[g] + (group.count - used) * group.idle_w
         uses.append(
             DeviceUse(
                 device=group.id,
@@ -80,13 +108,12 @@ def device_uses(data: ModelData, counts) -> tuple[DeviceUse, ...]:
     return tuple(uses)
 
 
-def placements(data: ModelData, counts) -> tuple[Placement, ...]:
+def placements(data: ModelData, counts, by_job: list[Used] | None = None) -> tuple[Placement, ...]:
     out = []
+    by_job = used_by_job(data, counts) if by_job is None else by_job
     for j, job in enumerate(data.jobs):
-        used = sorted(
-            (o for o in data.options_of_job[j] if counts.get(o.key, 0) > 0), key=lambda o: (-o.speed, o.group, o.level)
-        )
-        s_host, r = host_and_aggregate(data, j, counts)
+        used = sorted((o for o, _ in by_job[j]), key=lambda o: (-o.speed, o.group, o.level))
+        s_host, r = _aggregate(by_job[j])
         s = speedup(job.parallel_fraction, s_host, r)
         admitted = bool(used)
         runtime = job.work_hours / s if admitted else None
@@ -121,7 +148,8 @@ def extract(
     data: ModelData, objective: Objective, counts, status: Status, bound: float | None, warnings, started, rounds: int
 ) -> Plan:
     """The plan of integer allocations `counts`, every number recomputed exactly from them."""
-    exact = exact_speedups(data, counts)
+    by_job = used_by_job(data, counts)
+    exact = exact_speedups(data, counts, by_job)
     ws = weighted(data, exact)
     total = power(data, counts)
     value = objective.value(ws, total)
@@ -141,7 +169,7 @@ def extract(
         power_by_domain={d: power(data, counts, d) for d in domains(data)},
         budget_w=data.workload.power.budget_w,
         budget_by_domain=dict(data.workload.power.domains),
-        placements=placements(data, counts),
+        placements=placements(data, counts, by_job),
         devices=device_uses(data, counts),
         warnings=warnings,
         rounds=rounds,

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from optsched.model.amdahl import speedup
 from optsched.model.data import ModelData, Option
 from optsched.model.expressions import budgets, groups_in
-from optsched.model.objectives import OBJECTIVES
-from optsched.solve.extract import DEADLINE_RTOL, Counts
+from optsched.schema.tolerances import DEADLINE_RTOL
+from optsched.solve.extract import Counts
 
 
 @dataclass
@@ -134,7 +134,6 @@ def round_and_repair(data: ModelData, fractional: dict[tuple[int, int, int], flo
     counts: Counts = {}
     if not fleet.within_budgets:
         return counts
-    admit_all = OBJECTIVES[data.workload.objective].admit_all
     mass = [0.0] * len(data.jobs)
     for o in data.options:
         v = fractional.get(o.key, 0.0)
@@ -165,9 +164,9 @@ def round_and_repair(data: ModelData, fractional: dict[tuple[int, int, int], flo
             fleet.give_back(data.option_by_key[key], n)
             del counts[key]
     for j in job_order(data):
-        if (data.jobs[j].is_hard or admit_all) and not any(counts.get(o.key) for o in data.options_of_job[j]):
+        if j in data.must_run and not any(counts.get(o.key) for o in data.options_of_job[j]):
             _place_greedily(data, j, fleet, counts, lower_caps=True, minimal=True)
-    if not admit_all:
+    if not data.admit_all:
         fill_greedily(data, fleet, counts)
     return counts
 
@@ -178,11 +177,10 @@ def greedy_fill(data: ModelData) -> Counts:
     counts: Counts = {}
     if not fleet.within_budgets:
         return counts
-    admit_all = OBJECTIVES[data.workload.objective].admit_all
     for j in job_order(data):
-        if data.jobs[j].is_hard or admit_all:
+        if j in data.must_run:
             _place_greedily(data, j, fleet, counts, lower_caps=True, minimal=True)
-    if not admit_all:
+    if not data.admit_all:
         fill_greedily(data, fleet, counts)
     return counts
 

@@ -9,6 +9,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
+from typing import Callable
 
 import highspy
 import numpy as np
@@ -17,6 +18,10 @@ log = logging.getLogger(__name__)
 
 # HiGHS checks its own time limit only between work units; past this the watchdog interrupts it.
 WATCHDOG_GRACE_S = 0.5
+# After an interrupt, HiGHS gets this long to stop; then the solve is abandoned (its thread ends on its own).
+CANCEL_WAIT_S = 1.0
+# The watchdog wakes this often to hand the latest incumbent and bound to `on_poll`.
+POLL_S = 0.25
 
 
 class Outcome(Enum):
@@ -67,6 +72,37 @@ class SolveResult:
     seconds: float
     values: np.ndarray | None  # column values of the returned point
     nodes: int = 0
+    # HiGHS did not stop within CANCEL_WAIT_S of its interrupt: its object is still busy and must not be reused.
+    abandoned: bool = False
+
+
+# Called from the waiting thread with (model objective, column values or None if no new point, model bound or None).
+Poll = Callable[[float | None, np.ndarray | None, float | None], None]
+
+
+class _Incumbents:
+    """What HiGHS's MIP callbacks saw last (written on the solver's thread, read on ours)."""
+
+    def __init__(self, columns: int):
+        self.columns = columns
+        self.objective: float | None = None
+        self.values: np.ndarray | None = None
+        self.bound: float | None = None
+        self.fresh = False
+
+    def improving(self, e) -> None:
+        solution = np.array(e.data_out.mip_solution, dtype=np.float64)
+        if len(solution) == self.columns:
+            self.objective, self.values, self.fresh = e.data_out.objective_function_value, solution, True
+        self.bound = e.data_out.mip_dual_bound
+
+    def progress(self, e) -> None:
+        self.bound = e.data_out.mip_dual_bound
+
+    def take(self) -> tuple[float | None, np.ndarray | None, float | None]:
+        values, self.fresh = (self.values if self.fresh else None), False
+        bound = self.bound if self.bound is not None and np.isfinite(self.bound) else None
+        return self.objective, values, bound
 
 
 def new_highs() -> highspy.Highs:
@@ -109,9 +145,12 @@ def run_highs(
     relax: bool = False,
     integer_columns: np.ndarray | None = None,
     presolve: bool = False,
+    on_poll: Poll | None = None,
 ) -> SolveResult:
     """Solve what `h` holds until `wall_deadline` (time.monotonic); `relax` solves the LP relaxation instead
-    (with `integer_columns` made continuous for that solve)."""
+    (with `integer_columns` made continuous for that solve). `on_poll` receives each improved MIP incumbent
+    (and the bound) while HiGHS runs. Returns by about wall_deadline + WATCHDOG_GRACE_S + CANCEL_WAIT_S whatever
+    HiGHS does: a solve that ignores its interrupt is abandoned with the last incumbent its callbacks saw."""
     started = time.perf_counter()
     limit = max(0.01, wall_deadline - time.monotonic())
     h.setOptionValue("time_limit", limit)
@@ -130,17 +169,43 @@ def run_highs(
             h.changeColsIntegrality(len(integer_cols), integer_cols, np.zeros(len(integer_cols), dtype=np.uint8))
     if warm_start is not None and not relax:
         h.setSolution(len(warm_start[0]), warm_start[0], warm_start[1])
+    seen = _Incumbents(h.getNumCol())
+    watching = not relax
+    if watching:
+        h.cbMipImprovingSolution += seen.improving
+        h.cbMipInterrupt += seen.progress
+    abandoned = False
     try:
         h.startSolve()
-        finished, _ = h.wait(limit + WATCHDOG_GRACE_S)
-        if not finished:
-            log.warning("HiGHS overran its %.2f s limit; interrupting it", limit)
-            h.cancelSolve()
-            h.wait()
+        stop = time.monotonic() + limit + WATCHDOG_GRACE_S
+        finished = False
+        while not finished:
+            finished, _ = h.wait(max(0.0, min(POLL_S, stop - time.monotonic())))
+            if not finished and on_poll is not None and watching:
+                on_poll(*seen.take())
+            if not finished and time.monotonic() >= stop:
+                log.warning("HiGHS overran its %.2f s limit; interrupting it", limit)
+                h.cancelSolve()
+                finished, _ = h.wait(CANCEL_WAIT_S)
+                if not finished:
+                    log.warning("HiGHS ignored the interrupt for %.1f s; abandoning the solve", CANCEL_WAIT_S)
+                    abandoned = True
+                break
+        if abandoned:
+            objective, values, bound = seen.objective, seen.values, seen.bound
+            return SolveResult(
+                outcome=Outcome.limit_with_solution if values is not None else Outcome.limit_without_solution,
+                incumbent=objective, bound=bound if bound is not None and np.isfinite(bound) else None,
+                seconds=time.perf_counter() - started, values=values, abandoned=True,
+            )
         return _result(h, time.perf_counter() - started, relax)
     finally:
-        if integer_cols is not None and len(integer_cols):
-            h.changeColsIntegrality(len(integer_cols), integer_cols, np.ones(len(integer_cols), dtype=np.uint8))
+        if not abandoned:
+            if watching:
+                h.cbMipImprovingSolution -= seen.improving
+                h.cbMipInterrupt -= seen.progress
+            if integer_cols is not None and len(integer_cols):
+                h.changeColsIntegrality(len(integer_cols), integer_cols, np.ones(len(integer_cols), dtype=np.uint8))
 
 
 def _integer_columns(h: highspy.Highs) -> np.ndarray:

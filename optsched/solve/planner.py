@@ -26,7 +26,7 @@ from optsched.model.data import ModelData
 from optsched.solve.diagnosis import diagnose_infeasible, precheck
 from optsched.model.constraints import ExtraFunctionality, add_tangent_cut, needs_host
 from optsched.solve.backends import build_model
-from optsched.model.objectives import OBJECTIVES, TIE_BREAK_SHARE, Objective
+from optsched.model.objectives import OBJECTIVES, TIE_BREAK_SHARE, ExtraObjective, Objective
 from optsched.schema.plan import Plan, Status
 from optsched.solve.highs import Outcome
 from optsched.schema.workload import Workload, workload_warnings
@@ -58,6 +58,7 @@ def solve_workload(
     extra_functionality: ExtraFunctionality | None = None,
     warm_start: Mapping[str, Mapping[tuple[str, float], int]] | None = None,
     progress: Progress | None = None,
+    extra_objective: ExtraObjective | None = None,
 ) -> Plan:
     """Solve a workload (object, dict, JSON path or JSON text). Raises InvalidWorkload; never mutates the input.
 
@@ -66,6 +67,9 @@ def solve_workload(
     `backend` is "highs" (the matrix straight to highspy) or "pyomo" (Pyomo's persistent interface); both build
     the same rows. `warm_start` maps job id -> {(device id, cap_w): count}, e.g. a baseline's allocations.
     `progress(seconds, incumbent, bound)` is called whenever the best plan or the bound improves.
+    `extra_objective` adds terms to the objective (optsched.replan's move cost): plans are then ranked, bounded and
+    proven on the objective plus those terms, which `progress` reports, while the plan's `objective` stays the
+    workload's own (its `bound` is clamped to it).
     """
     started = time.monotonic()
     workload = Workload.load(source)
@@ -85,13 +89,13 @@ def solve_workload(
         empty.best_value = empty.bound = objective.value(0.0, power(data, {}))
         return extract(data, objective, {}, Status.optimal, empty.bound, warnings, started, rounds=0)
 
-    b = build_model(data, backend=backend, extra_functionality=extra_functionality)
+    b = build_model(data, backend=backend, extra_functionality=extra_functionality, extra_objective=extra_objective)
     built = time.monotonic()
-    b.highs()
+    b.prepare()
     handed_off = time.monotonic()
     deadline = started + time_limit
     start = _counts_from_allocations(data, warm_start) if warm_start else None
-    search = _Search(started=started, progress=progress)
+    search = _Search(started=started, progress=progress, extra=extra_objective)
     _refine(search, b, data, objective, gap, deadline, threads, start, extra_rows=extra_functionality is not None)
     solved = time.monotonic()
     timings = {
@@ -131,6 +135,7 @@ class _Search:
     rounds: int = 0
     infeasible: bool = False
     proven: bool = False
+    extra: ExtraObjective | None = None  # terms added to the objective; plans are ranked with them
 
 
 def _refine(
@@ -211,6 +216,8 @@ def _consider(search: _Search, data: ModelData, objective: Objective, counts) ->
     if counts is None or not _feasible(data, counts):
         return
     value = objective.value(weighted(data, exact_speedups(data, counts)), power(data, counts))
+    if search.extra is not None:
+        value += search.extra.value(data, counts)
     if search.best_value is None or (value > search.best_value if objective.sense == "max" else value < search.best_value):
         search.best, search.best_value = counts, value
         _report(search)
@@ -280,13 +287,12 @@ def _feasible(data: ModelData, counts) -> bool:
     fleet = FreeCapacity(data)
     for key, n in counts.items():
         fleet.take(data.option_by_key[key], n)
-    must = OBJECTIVES[data.workload.objective].admit_all
     placed = {key[0] for key, n in counts.items() if n > 0}
     return (
         fleet.within_budgets
         and all(f >= 0 for f in fleet.free)
         and all(job_satisfied(data, j, counts) for j in placed)
-        and all(j in placed for j, job in enumerate(data.jobs) if job.is_hard or must)
+        and all(j in placed for j in data.must_run)
     )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from optsched.infra.pool import SolveTask, solve_task
+from optsched.infra.pool import SolveTask
+from optsched.service.kinds import solve_task
 
 # HiGHS is told this many times the workload's own time limit: as if it ignored its limit.
 IGNORED_LIMIT_FACTOR = 100

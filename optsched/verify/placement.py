@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from pydantic import ValidationError
 
+from optsched.schema.tolerances import DEADLINE_RTOL
 from optsched.schema.errors import FieldError, InvalidPlan
 from optsched.schema.plan import FEASIBLE_STATUSES, Allocation, Placement, Plan
 from optsched.schema.workload import PRIORITY_WEIGHT, DeviceGroup, Job, PowerLevel, Priority, Workload, field_errors
@@ -142,7 +143,7 @@ def _evaluate_resolved(w: Workload, resolved: Mapping[str, list[tuple[DeviceGrou
         runtime = job.work_hours / S if admitted else None
         meets = None
         if job.deadline_hours is not None and admitted:
-            meets = runtime <= job.deadline_hours * (1 + 1e-6)
+            meets = runtime <= job.deadline_hours * (1 + DEADLINE_RTOL)
         out_jobs[job.id] = {
             "admitted": admitted,
             "devices": sum(c for _, _, c in rows),

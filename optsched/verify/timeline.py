@@ -1,6 +1,6 @@
 """Independent timeline verifier: recompute a night plan from its segments and list every violation.
 
-It shares no code with the night planner or the baselines; it reads only the queue (Workload) and the
+It shares no code with the night planner or the baselines; it reads only the queue (NightQueue) and the
 NightPlan schema, and uses the plan verifier's formula helpers. The rules, from the written semantics:
 
 * every queue job appears once, echoing its fields; its segments are ordered, disjoint, on existing
@@ -10,7 +10,11 @@ NightPlan schema, and uses the plan verifier's formula helpers. The rules, from 
   the others idle_w;
 * no job runs before its release or before every job it comes `after` has finished;
 * a segment's speedup is the heterogeneous Amdahl S of its devices, its work S x duration, and a finished
-  job's work adds up to work_hours (restart segments, after a preemption, do no work and last restart_hours);
+  job's work, less the work rolled back by failures, adds up to work_hours (restart segments do no work and
+  last the job's restart_hours, unless a failure cuts them short);
+* device failures take a group's lowest-indexed devices that are up; no segment uses a device while it is
+  down, a segment holding a device that fails ends then, and it rolls back exactly the work done since the
+  job's last checkpoint (every checkpoint_hours of progress since its last restart, gap or change of devices);
 * reported starts, finishes, deadlines met, event power and the summary figures match a recomputation.
 """
 
@@ -28,7 +32,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from optsched.schema.errors import FieldError, InvalidPlan
-from optsched.schema.night import JobTimeline, NightPlan, NightStatus, Segment
+from optsched.schema.tolerances import TIME_TOL_HOURS
+from optsched.schema.night import JobTimeline, NightJob, NightPlan, NightQueue, NightStatus, Segment
 from optsched.verify.placement import (
     amdahl_speedup,
     device_speed,
@@ -40,26 +45,57 @@ from optsched.verify.placement import (
 from optsched.schema.workload import (
     HARD_PRIORITIES,
     DeviceGroup,
-    Job,
     Priority,
-    Workload,
     field_errors,
 )
 
 __all__ = ["load_night_plan", "verify_timeline"]
 
-TIME_TOL = 1e-6  # hours
 
 
 class _Ctx:
-    def __init__(self, w: Workload, p: NightPlan, rel_tol: float):
+    def __init__(self, w: NightQueue, p: NightPlan, rel_tol: float):
         self.w, self.p, self.rel_tol = w, p, rel_tol
         self.groups: dict[str, DeviceGroup] = {g.id: g for g in w.devices}
-        self.jobs: dict[str, Job] = {j.id: j for j in w.jobs}
+        self.jobs: dict[str, NightJob] = {j.id: j for j in w.jobs}
         self.timelines: dict[str, JobTimeline] = {}
         for t in p.jobs:
             self.timelines.setdefault(t.job, t)
         self.profile = self._profile()
+        self.down = self._down_spans()
+
+    def _down_spans(self) -> dict[tuple[str, int], list[tuple[float, float]]]:
+        """(group, index) -> [(failed at, back at)]: each failure takes the lowest-indexed devices up then."""
+        spans: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
+        counts = {g.id: g.count for g in self.w.devices}
+        for f in sorted(self.w.failures, key=lambda f: f.at_hours):
+            up = [
+                i
+                for i in range(counts.get(f.device, 0))
+                if not any(a <= f.at_hours + TIME_TOL_HOURS and f.at_hours + TIME_TOL_HOURS < b for a, b in spans[f.device, i])
+            ]
+            for i in up[: f.count]:
+                spans[f.device, i].append((f.at_hours, f.at_hours + f.repair_hours))
+        return spans
+
+    def fails_at(self, seg: Segment, hours: float) -> bool:
+        """Whether a device the segment holds fails at this instant."""
+        return any(
+            abs(a - hours) <= TIME_TOL_HOURS
+            for alloc in seg.allocations
+            for i in alloc.devices
+            for a, _ in self.down.get((alloc.device, i), ())
+        )
+
+    def restart_cost(self, job: NightJob) -> float:
+        if job.restart_hours is not None:
+            return job.restart_hours
+        if self.w.defaults.restart_hours is not None:
+            return self.w.defaults.restart_hours
+        return self.p.restart_hours
+
+    def checkpoint_every(self, job: NightJob) -> float:
+        return job.checkpoint_hours if job.checkpoint_hours is not None else self.w.defaults.checkpoint_hours
 
     def close(self, a: float, b: float) -> bool:
         return math.isclose(a, b, rel_tol=self.rel_tol, abs_tol=self.rel_tol)
@@ -73,11 +109,11 @@ class _Ctx:
                 return window.budget_w
         return self.w.power.budget_w
 
-    def level(self, job: Job, group: DeviceGroup, cap_w: float, speed: float):
+    def level(self, job: NightJob, group: DeviceGroup, cap_w: float, speed: float):
         factor = job.speed_on.get(group.model, 1.0)
         return find_level(group, cap_w, speed / factor, self.rel_tol)
 
-    def segment_speedup(self, job: Job, seg: Segment) -> float:
+    def segment_speedup(self, job: NightJob, seg: Segment) -> float:
         units = []
         for a in seg.allocations:
             group = self.groups.get(a.device)
@@ -118,7 +154,7 @@ class _Ctx:
 
     def draw_at(self, hours: float) -> tuple[float, dict[str, float]]:
         for a, b, total, by_domain in self.profile:
-            if a - TIME_TOL <= hours < b - TIME_TOL:
+            if a - TIME_TOL_HOURS <= hours < b - TIME_TOL_HOURS:
                 return total, by_domain
         idle = sum(g.idle_w * g.count for g in self.w.devices)
         domains: dict[str, float] = defaultdict(float)
@@ -165,9 +201,9 @@ def check_segments(ctx: _Ctx) -> list[str]:
         for k, s in enumerate(t.segments):
             if not s.from_hours < s.to_hours:
                 out.append(f"{label}: segment {k} runs from {s.from_hours:g} h to {s.to_hours:g} h (empty or reversed)")
-            if s.from_hours < -TIME_TOL:
+            if s.from_hours < -TIME_TOL_HOURS:
                 out.append(f"{label}: segment {k} starts before the night ({s.from_hours:g} h)")
-            if previous is not None and s.from_hours < previous.to_hours - TIME_TOL:
+            if previous is not None and s.from_hours < previous.to_hours - TIME_TOL_HOURS:
                 out.append(
                     f"{label}: segment {k} starts at {s.from_hours:g} h, before segment {k - 1} ends ({previous.to_hours:g} h)"
                 )
@@ -248,7 +284,7 @@ def check_devices_exclusive(ctx: _Ctx) -> list[str]:
     for (device, i), spans in sorted(intervals.items()):
         spans.sort()
         for (_, a1, ja), (b0, b1, jb) in pairwise(spans):
-            if b0 < a1 - TIME_TOL:
+            if b0 < a1 - TIME_TOL_HOURS:
                 out.append(f"device {device!r}[{i}] serves {ja!r} and {jb!r} at once ({b0:g}-{min(a1, b1):g} h)")
     return out
 
@@ -261,14 +297,14 @@ def check_release_and_dependencies(ctx: _Ctx) -> list[str]:
         if job is None or not t.segments:
             continue
         begin = t.segments[0].from_hours
-        if begin < job.release_hours - TIME_TOL:
+        if begin < job.release_hours - TIME_TOL_HOURS:
             out.append(f"job {t.job!r}: runs at {begin:g} h, before its release at {job.release_hours:g} h")
         for pred in job.after:
             other = ctx.timelines.get(pred)
             end = other.segments[-1].to_hours if other is not None and other.segments else None
             if end is None or other.finish_hours is None:
                 out.append(f"job {t.job!r}: runs although {pred!r}, which it comes after, never finished")
-            elif begin < end - TIME_TOL:
+            elif begin < end - TIME_TOL_HOURS:
                 out.append(
                     f"job {t.job!r}: starts at {begin:g} h, before {pred!r} (which it comes after) ends at {end:g} h"
                 )
@@ -276,27 +312,38 @@ def check_release_and_dependencies(ctx: _Ctx) -> list[str]:
 
 
 def check_work(ctx: _Ctx) -> list[str]:
-    """Segment speedup = Amdahl S of its devices, work = S x duration; a finished job's work sums to work_hours."""
+    """Segment speedup = Amdahl S of its devices, work = S x duration; restarts last restart_hours (unless a failure
+    cuts them); a finished job's work less its rollbacks sums to work_hours."""
     out = []
     for t in ctx.p.jobs:
         job = ctx.jobs.get(t.job)
         if job is None:
             continue
         label = f"job {t.job!r}"
+        cost = ctx.restart_cost(job)
         done = 0.0
         restart_run = 0.0
+
+        def close_restart(k: int) -> None:
+            nonlocal restart_run
+            if restart_run and not ctx.close(restart_run, cost):
+                out.append(f"{label}: restart before segment {k} lasted {restart_run:.6g} h, its restart_hours is {cost:g} h")
+            restart_run = 0.0
+
         for k, s in enumerate(t.segments):
             span = s.to_hours - s.from_hours
+            if k and s.from_hours > t.segments[k - 1].to_hours + TIME_TOL_HOURS:
+                close_restart(k)
             if s.restart:
-                if not ctx.p.preempt:
-                    out.append(f"{label}: segment {k} is a restart but the plan was made without preemption")
-                if s.speedup != 0.0 or s.work_hours != 0.0:
+                if s.speedup != 0.0 or s.work_hours != 0.0 or s.rolled_back_hours != 0.0:
                     out.append(f"{label}: restart segment {k} reports progress")
                 restart_run += span
+                if ctx.fails_at(s, s.to_hours):
+                    if restart_run > cost + TIME_TOL_HOURS:
+                        out.append(f"{label}: restart before segment {k + 1} lasted {restart_run:.6g} h, over {cost:g} h")
+                    restart_run = 0.0  # cut short by a failure
                 continue
-            if restart_run and not ctx.close(restart_run, ctx.p.restart_hours):
-                out.append(f"{label}: restart lasted {restart_run:.6g} h, restart_hours is {ctx.p.restart_hours:g} h")
-            restart_run = 0.0
+            close_restart(k)
             speed = ctx.segment_speedup(job, s)
             if not ctx.close(s.speedup, speed):
                 out.append(f"{label}: segment {k} reports speedup {s.speedup:.9g}, recomputed {speed:.9g}")
@@ -304,12 +351,77 @@ def check_work(ctx: _Ctx) -> list[str]:
                 out.append(
                     f"{label}: segment {k} reports work {s.work_hours:.9g} h, S x duration = {speed * span:.9g} h"
                 )
-            done += speed * span
+            done += speed * span - s.rolled_back_hours
+        close_restart(len(t.segments))
         if t.finish_hours is not None and not math.isclose(done, job.work_hours, rel_tol=ctx.rel_tol, abs_tol=0.0):
-            out.append(f"{label}: its segments do {done:.9g} reference hours of work, the job needs {job.work_hours:g}")
+            out.append(
+                f"{label}: its segments do {done:.9g} reference hours of work net of rollbacks, the job needs "
+                f"{job.work_hours:g}"
+            )
         if t.finish_hours is None and t.segments:
             out.append(f"{label}: has segments but no finish")
     return out
+
+
+def check_failures(ctx: _Ctx) -> list[str]:
+    """No segment uses a down device; a segment holding a failing device ends then and rolls back exactly the work
+    since the job's last checkpoint; no other segment rolls back; each event lists the devices down."""
+    out = []
+    for t in ctx.p.jobs:
+        job = ctx.jobs.get(t.job)
+        if job is None:
+            continue
+        label = f"job {t.job!r}"
+        every = ctx.checkpoint_every(job)
+        origin: float | None = None  # where the checkpoint clock of the current stretch of progress started
+        stretch: list[Segment] = []
+        previous: Segment | None = None
+        for k, s in enumerate(t.segments):
+            for alloc in s.allocations:
+                for i in alloc.devices:
+                    for a, b in ctx.down.get((alloc.device, i), ()):
+                        if s.from_hours < b - TIME_TOL_HOURS and a < s.to_hours - TIME_TOL_HOURS:
+                            out.append(
+                                f"{label}: segment {k} uses {alloc.device!r}[{i}] while it is down ({a:g}-{b:g} h)"
+                            )
+            if s.restart:
+                origin, stretch = None, []
+            else:
+                same = (
+                    previous is not None
+                    and not previous.restart
+                    and previous.rolled_back_hours == 0.0
+                    and abs(previous.to_hours - s.from_hours) <= TIME_TOL_HOURS
+                    and _devices(previous) == _devices(s)
+                )
+                if origin is None or not same:
+                    origin, stretch = s.from_hours, []
+                stretch.append(s)
+            hit = ctx.fails_at(s, s.to_hours)
+            if hit and not s.restart:
+                saved = origin + every * math.floor((s.to_hours - origin) / every + 1e-9)
+                want = sum(x.speedup * max(0.0, x.to_hours - max(x.from_hours, saved)) for x in stretch)
+                if not math.isclose(s.rolled_back_hours, want, rel_tol=ctx.rel_tol, abs_tol=ctx.rel_tol * job.work_hours):
+                    out.append(
+                        f"{label}: segment {k} ends at a failure and rolls back {s.rolled_back_hours:.9g} h, the work "
+                        f"since its last checkpoint (at {saved:g} h) is {want:.9g} h"
+                    )
+            elif s.rolled_back_hours != 0.0:
+                out.append(f"{label}: segment {k} rolls back work although none of its devices fails at its end")
+            previous = s
+    for e in ctx.p.events:
+        want = {}
+        for (device, i), spans in sorted(ctx.down.items()):
+            if any(a <= e.at_hours + TIME_TOL_HOURS and e.at_hours + TIME_TOL_HOURS < b for a, b in spans):
+                want.setdefault(device, []).append(i)
+        got = {d: list(ix) for d, ix in e.down.items()}
+        if got != want:
+            out.append(f"event at {e.at_hours:g} h: reports devices down {got}, the failures give {want}")
+    return out
+
+
+def _devices(seg: Segment) -> set[tuple[str, int]]:
+    return {(a.device, i) for a in seg.allocations for i in a.devices}
 
 
 def check_budgets(ctx: _Ctx) -> list[str]:
@@ -333,7 +445,7 @@ def check_events(ctx: _Ctx) -> list[str]:
     last = -math.inf
     for e in ctx.p.events:
         label = f"event at {e.at_hours:g} h"
-        if e.at_hours < last - TIME_TOL:
+        if e.at_hours < last - TIME_TOL_HOURS:
             out.append(f"{label}: out of order")
         last = e.at_hours
         if e.at != ctx.iso(e.at_hours):
@@ -346,7 +458,7 @@ def check_events(ctx: _Ctx) -> list[str]:
                 out.append(
                     f"{label}: reports {e.power_by_domain.get(domain)} W in domain {domain!r}, recomputed {draw:.9g} W"
                 )
-        budget = ctx.budget_at(e.at_hours + TIME_TOL)
+        budget = ctx.budget_at(e.at_hours + TIME_TOL_HOURS)
         if e.budget_w != budget:
             out.append(f"{label}: reports budget {e.budget_w} W, {budget} W is in force")
         if dict(e.budget_by_domain) != dict(ctx.w.power.domains):
@@ -396,6 +508,8 @@ def check_summary(ctx: _Ctx) -> list[str]:
     energy += idle * max(0.0, horizon - max((b for _, b, _, _ in ctx.profile), default=0.0)) / 1000.0
     peak = max((total for _, _, total, _ in ctx.profile), default=idle)
     by_night = sum(1 for t in finished if t.finish_hours <= ctx.p.hours + 1e-9)
+    work_by_night = sum(t.work_hours for t in finished if t.finish_hours <= ctx.p.hours + 1e-9)
+    lost = sum(s.rolled_back_hours for t in ctx.p.jobs for s in t.segments)
     checks: list[tuple[str, Any, Any]] = [
         ("status", ctx.p.status, status),
         ("summary.status", s.status, status),
@@ -411,12 +525,33 @@ def check_summary(ctx: _Ctx) -> list[str]:
         ("horizon_hours", s.horizon_hours, horizon),
         ("energy_kwh", s.energy_kwh, energy),
         ("peak_power_w", s.peak_power_w, peak),
+        ("work_finished_by_end_of_night_hours", s.work_finished_by_end_of_night_hours, work_by_night),
+        ("lost_work_hours", s.lost_work_hours, lost),
     ]
     if wmct is not None or s.weighted_mean_completion_hours is not None:
         numbers.append(("weighted_mean_completion_hours", s.weighted_mean_completion_hours or 0.0, wmct or 0.0))
     for name, got, want in numbers:
         if not ctx.close(got, want):
             out.append(f"summary: {name} is {got:.9g}, the timeline gives {want:.9g}")
+    for t in ctx.p.jobs:
+        lost_here = sum(x.rolled_back_hours for x in t.segments)
+        runs = sum(
+            1
+            for k, x in enumerate(t.segments)
+            if x.restart
+            and not (
+                k
+                and t.segments[k - 1].restart
+                and abs(t.segments[k - 1].to_hours - x.from_hours) <= TIME_TOL_HOURS
+            )
+        )
+        if not ctx.close(t.lost_work_hours, lost_here) or t.restarts != runs:
+            out.append(
+                f"job {t.job!r}: reports {t.restarts} restarts and {t.lost_work_hours:g} h lost, the segments give "
+                f"{runs} and {lost_here:g} h"
+            )
+    if s.restarts != sum(t.restarts for t in ctx.p.jobs):
+        out.append(f"summary: restarts is {s.restarts}, the jobs give {sum(t.restarts for t in ctx.p.jobs)}")
     return out
 
 
@@ -427,6 +562,7 @@ CHECKS: tuple[Callable[[_Ctx], list[str]], ...] = (
     check_devices_exclusive,
     check_release_and_dependencies,
     check_work,
+    check_failures,
     check_budgets,
     check_events,
     check_deadlines,
@@ -460,10 +596,10 @@ def load_night_plan(plan: NightPlan | Mapping[str, Any] | str | Path) -> NightPl
 
 
 def verify_timeline(
-    queue: Workload | Any, night_plan: NightPlan | Mapping[str, Any] | str | Path, *, rel_tol: float = 1e-6
+    queue: NightQueue | Any, night_plan: NightPlan | Mapping[str, Any] | str | Path, *, rel_tol: float = 1e-6
 ) -> list[str]:
     """Every violation of the night plan against the queue, recomputed from its segments alone ([] = valid)."""
-    w = Workload.load(queue)
+    w = NightQueue.load(queue)
     p = load_night_plan(night_plan)
     ctx = _Ctx(w, p, rel_tol)
     problems: list[str] = []

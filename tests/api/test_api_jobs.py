@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import update
 
 from optsched.infra.pool import ProcessPool, QueueFull
+from optsched.service.kinds import runner, solve_task
 from optsched.infra.store import MAX_ATTEMPTS, PlanState, PlanStore, plans
 from optsched.verify.placement import verify
 from tests.api import fakes
@@ -26,7 +27,8 @@ def make_pool(store):
     pools: list[ProcessPool] = []
 
     def make(**kwargs) -> ProcessPool:
-        pool = ProcessPool(store, **{"workers": 1, **kwargs})
+        solve = kwargs.pop("solve", solve_task)
+        pool = ProcessPool(store, **{"workers": 1, "runner": runner(solve), **kwargs})
         pools.append(pool)
         return pool
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from sqlalchemy import create_engine, text
 
 from api.resources import COLLECTIONS
-from optsched.infra.pool import KINDS, ProcessPool, SolveTask, budget_s, solve_task
+from optsched.infra.pool import ProcessPool, SolveTask
+from optsched.service.kinds import KINDS, RUNNER, budget_s, solve_task
 from optsched.verify.timeline import verify_timeline
 from optsched.infra.store import PlanState, PlanStore, ResourceKind, states_of
 from optsched.verify.placement import verify
@@ -114,7 +115,7 @@ def test_a_store_made_before_kinds_existed_is_upgraded_in_place(tmp_path):
 
 def test_the_pool_solves_every_kind_and_the_results_verify(tmp_path):
     store = PlanStore(f"sqlite:///{tmp_path}/plans.db")
-    pool = ProcessPool(store, workers=1)
+    pool = ProcessPool(store, workers=1, runner=RUNNER)
     pool.start()
     try:
         data, queue = tiny_workload(), night_queue()

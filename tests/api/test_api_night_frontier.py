@@ -163,8 +163,8 @@ def test_idempotency_keys_replay_the_same_resource_and_are_not_shared_between_ki
     assert services(app).queue.depth() == 1
     for other in (
         client.post("/v1/night-plans", json=night_request(hours=9), headers=key),
-        client.post("/v1/frontiers", json={"workload": night_queue()}, headers=key),
-        client.post("/v1/plans", json=night_queue(), headers=key),
+        client.post("/v1/frontiers", json={"workload": tiny_workload()}, headers=key),
+        client.post("/v1/plans", json=tiny_workload(), headers=key),
     ):
         assert problem(other, 422)["type"] == "urn:optsched:problem:idempotency-key-reused"
 

@@ -6,13 +6,14 @@ The planner on the whole queue takes several seconds; bench/night.py measures it
 from __future__ import annotations
 
 from optsched.schema.catalog import sample_workload_path
-from optsched.schema.workload import Priority, Workload
+from optsched.schema.night import NightQueue
+from optsched.schema.workload import Priority
 from tests.night.conftest import night_checked
 
-QUEUE = Workload.load(str(sample_workload_path("night-queue")))
+QUEUE = NightQueue.load(str(sample_workload_path("night-queue")))
 
 
-def chain_length(queue: Workload, job_id: str) -> int:
+def chain_length(queue: NightQueue, job_id: str) -> int:
     by_id = {j.id: j for j in queue.jobs}
     return 1 + max((chain_length(queue, p) for p in by_id[job_id].after), default=0)
 

@@ -1,4 +1,5 @@
-"""Night fields are validated with the rest of the workload; plan_night rejects bad arguments and budgets."""
+"""Night fields are validated with the rest of the queue, the core workload rejects them; plan_night rejects bad
+arguments and budgets."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import pytest
 import optsched
 from optsched import InvalidWorkload, Workload
 from optsched.night import plan_night
+from optsched.schema.night import NightQueue
 from optsched.testing.factories import device, job, workload
 from tests.night.conftest import START
 
 
-def problems(data) -> dict[str, str]:
+def problems(data, kind=NightQueue) -> dict[str, str]:
     with pytest.raises(InvalidWorkload) as info:
-        Workload.load(data)
+        kind.load(data)
     return {e.path: e.message for e in info.value.errors}
 
 
@@ -66,16 +68,51 @@ def test_windows_must_be_ordered_finite_non_negative_and_disjoint():
     assert "overlaps window power.windows[0] (0-10 h)" in overlap["power.windows[2]"]
 
 
-def test_the_core_planner_accepts_night_fields_and_warns_that_it_ignores_them():
+def test_the_core_workload_rejects_every_night_field_naming_its_path():
     w = workload(
         fleet(),
-        [job("a", release_hours=2), job("b", after=["a"])],
+        [job("a", release_hours=2, checkpoint_hours=1), job("b", after=["a"], elastic=False)],
         power={"windows": [{"from_hours": 0, "to_hours": 1, "budget_w": 100}]},
+        failures=[{"device": "g", "count": 1, "at_hours": 1, "repair_hours": 1}],
     )
-    result = optsched.plan(w)
-    assert result.feasible
-    assert any("used by plan_night only" in warning for warning in result.warnings)
-    assert not any("plan_night only" in warning for warning in optsched.plan(workload(fleet(), [job("a")])).warnings)
+    found = problems(w, Workload)
+    assert set(found) == {
+        "jobs[0].release_hours",
+        "jobs[0].checkpoint_hours",
+        "jobs[1].after",
+        "jobs[1].elastic",
+        "power.windows",
+        "failures",
+    }
+    assert all("is a night-queue field" in m and "plan_night" in m for m in found.values())
+    with pytest.raises(InvalidWorkload):
+        optsched.plan(w)
+    with pytest.raises(InvalidWorkload):  # a NightQueue object handed to the core is read again as a workload
+        optsched.plan(NightQueue.load(w))
+    assert NightQueue.load(w).jobs[1].after == ("a",)
+    assert optsched.plan(workload(fleet(), [job("a")])).feasible
+    unknown = problems(workload(fleet(), [job("a")], power={"budget": 5}), Workload)
+    assert unknown == {"power.budget": "Extra inputs are not permitted"}
+
+
+def test_failures_must_name_a_group_and_never_take_down_more_devices_than_it_has():
+    found = problems(
+        workload(
+            fleet(),
+            [job("a")],
+            failures=[
+                {"device": "ghost", "at_hours": 1, "repair_hours": 1},
+                {"device": "g", "count": 2, "at_hours": 1, "repair_hours": 2},
+                {"device": "g", "count": 1, "at_hours": 2, "repair_hours": 1},
+            ],
+        )
+    )
+    assert found == {
+        "failures[0].device": "unknown device group 'ghost'",
+        "failures[2].count": "3 devices of 'g' would be down at 2 h; the group has 2",
+    }
+    zero = problems(workload(fleet(), [job("a")], failures=[{"device": "g", "at_hours": 0.5, "repair_hours": 0}]))
+    assert set(zero) == {"failures[0].repair_hours"}
 
 
 def test_plan_night_rejects_bad_arguments_and_budgets_below_the_idle_draw_all_at_once():

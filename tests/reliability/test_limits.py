@@ -16,6 +16,7 @@ from optsched.service.settings import ConfigError, load_settings
 from api.services import EXTENSION, Services
 from optsched.testing.instances import generate
 from optsched.infra.pool import ProcessPool
+from optsched.service.kinds import runner
 from optsched.schema.limits import MAX_DEPTH, MAX_ITEMS, placement_variables
 from optsched.verify.placement import verify
 from optsched.schema.workload import Workload
@@ -201,7 +202,7 @@ def test_a_hard_solve_given_2_s_ends_by_2_s_plus_grace_with_a_verified_plan(make
 def test_a_solve_whose_highs_ignores_its_limit_is_killed_at_2_s_plus_grace_and_the_pool_goes_on(make_app):
     app = make_app()
     store = services(app).store
-    pool = ProcessPool(store, workers=1, grace_s=GRACE_S, solve=solvers.ignore_time_limit)
+    pool = ProcessPool(store, workers=1, grace_s=GRACE_S, runner=runner(solvers.ignore_time_limit))
     app.extensions[EXTENSION] = Services(store=store, queue=pool)  # shutdown(app) stops this pool
     pool.start()
     client = app.test_client()

@@ -16,6 +16,7 @@ from api import services
 from optsched.testing.instances import generate
 from optsched.infra import rq as rq_queue
 from optsched.infra.pool import ProcessPool
+from optsched.service.kinds import RUNNER, runner
 from optsched.infra.rq import RQQueue, job_id, sweep
 from optsched.infra.store import MAX_ATTEMPTS, PlanState, PlanStore, plans
 from tests.api import fakes
@@ -126,9 +127,9 @@ def test_delete_stops_the_solve_on_the_worker_running_it(rq_app, rq_client):
 def private(pg_url, redis_url, private_queue, monkeypatch):
     """A store and an RQ queue of this test alone, and the worker context bound to them."""
     store = PlanStore(pg_url)
-    ctx = rq_queue.configure(store, redis_url, queue_name=private_queue, grace_s=0.5, lease_s=LEASE_S)
+    ctx = rq_queue.configure(store, redis_url, runner=RUNNER, queue_name=private_queue, grace_s=0.5, lease_s=LEASE_S)
     monkeypatch.setattr(rq_queue, "_context", ctx)
-    queue = RQQueue(store, redis_url, queue_name=private_queue, grace_s=0.5)
+    queue = RQQueue(store, redis_url, runner=RUNNER, queue_name=private_queue, grace_s=0.5)
     queue.start()
     yield ctx, queue
     queue.stop()
@@ -153,7 +154,7 @@ def run_burst_worker(queue_name: str, timeout_s: float = 40) -> None:
 
 def test_the_rq_job_timeout_above_the_time_limit_records_no_solution(private, monkeypatch):
     ctx, queue = private
-    monkeypatch.setattr(rq_queue, "solve_task", fakes.sleep_forever)
+    monkeypatch.setattr(ctx, "runner", runner(fakes.sleep_forever))
     record, _ = ctx.store.create(tiny_workload(time_limit_s=0.2))
     queue.submit(record.id)
     job = Job.fetch(job_id(record.id, 0), connection=ctx.keys.redis, serializer=JSONSerializer)
@@ -169,7 +170,7 @@ def test_the_rq_job_timeout_above_the_time_limit_records_no_solution(private, mo
 
 def test_a_solve_process_that_keeps_dying_is_retried_then_failed_with_the_reason(private, monkeypatch):
     ctx, queue = private
-    monkeypatch.setattr(rq_queue, "solve_task", fakes.crash)
+    monkeypatch.setattr(ctx, "runner", runner(fakes.crash))
     record, _ = ctx.store.create(tiny_workload())
     queue.submit(record.id)
 
@@ -216,7 +217,7 @@ def test_the_sweep_requeues_rows_no_live_process_owns_and_leaves_live_claims_alo
 
 def test_submit_beyond_the_bound_raises_queue_full(private):
     ctx, _ = private
-    bounded = RQQueue(ctx.store, ctx.keys.url, queue_name=ctx.keys.queue_name, queue_size=1)
+    bounded = RQQueue(ctx.store, ctx.keys.url, runner=RUNNER, queue_name=ctx.keys.queue_name, queue_size=1)
     first, _ = ctx.store.create(tiny_workload())
     bounded.submit(first.id)
     second, _ = ctx.store.create(tiny_workload())

@@ -1,0 +1,333 @@
+"""A study's answer: service times from the Amdahl speedup at each class's cap, the caps chosen to minimise mean
+power under the response-time targets, the Pareto front of power against response, and the per-class means.
+
+- Service time of a job of class k at cap L: work / S with S = speedup(p, s_L, d s_L) (optsched.model.amdahl: the
+  serial part on one device of speed s_L, the parallel part over the d = devices_per_job devices of the server),
+  so the mean is work_hours.mean / S and the scv is the work's.
+- Mean power (W) = d * sum_k lambda_k m_k * cap_k + (devices - d * sum_k lambda_k m_k) * idle_w: a busy device
+  draws its class's cap, every other device (idle servers, and devices left over by floor(count / d)) its idle
+  draw. lambda_k m_k is the mean number of servers busy with class k (utilisation times c).
+- Cap choice: every combination of the pool's power levels for the classes without cap_w (at most
+  MAX_COMBINATIONS) is evaluated analytically; among the stable ones that meet every target the least mean power
+  wins (ties: the least arrival-weighted response). With method="simulation" the chosen caps are then simulated;
+  the front stays analytic.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from optsched.model.amdahl import speedup
+from optsched.queueing.analytic import ClassMeans, QueueClass, mean_times, offered_load
+from optsched.queueing.schema import (
+    PRIORITY_RANK,
+    ClassResult,
+    Discipline,
+    FrontPoint,
+    Method,
+    SimulationInfo,
+    Status,
+    Study,
+    StudyResult,
+    load_study,
+)
+from optsched.queueing.simulation import (
+    PREEMPTION,
+    SERVICE_DISTRIBUTION,
+    ciw_version,
+    simulate,
+)
+from optsched.schema.errors import FieldError, InvalidStudy
+
+logger = logging.getLogger(__name__)
+
+# A response within this relative margin of its target meets it (floating-point noise, not slack).
+TARGET_RTOL = 1e-9
+# Simulated arrivals per replication at most (about 7 minutes of ciw per replication).
+MAX_JOBS_PER_REPLICATION = 10_000_000
+
+StudySource = Study | Mapping[str, Any] | str | Path
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One assignment of caps (W, per class in input order), evaluated analytically."""
+
+    caps: tuple[float, ...]
+    queue: tuple[QueueClass, ...]
+    servers: int
+    load: float
+    means: tuple[ClassMeans, ...] | None  # None: unstable
+    mean_power_w: float | None
+
+    @property
+    def stable(self) -> bool:
+        return self.means is not None
+
+
+def queue_classes(study: Study, caps: Sequence[float]) -> tuple[QueueClass, ...]:
+    """The M/G/c classes of the study at these caps: level by priority, service mean work / Amdahl speedup."""
+    levels = sorted({PRIORITY_RANK[k.priority] for k in study.classes})
+    out = []
+    for k, cap in zip(study.classes, caps):
+        s = study.speed_at(cap)
+        rate = speedup(k.parallel_fraction, s, k.devices_per_job * s)
+        out.append(
+            QueueClass(
+                level=levels.index(PRIORITY_RANK[k.priority]),
+                rate=k.arrival_rate_per_hour,
+                mean=k.work_hours.mean / rate,
+                scv=k.work_hours.scv,
+            )
+        )
+    return tuple(out)
+
+
+def mean_power(study: Study, caps: Sequence[float], busy_servers: Sequence[float]) -> float:
+    """d * sum_k busy_k cap_k + (devices - d * sum_k busy_k) idle_w, busy_k the mean servers busy with class k (W)."""
+    d, idle_w = study.devices_per_job, study.devices[0].idle_w
+    busy_devices = d * math.fsum(busy_servers)
+    return d * math.fsum(b * cap for b, cap in zip(busy_servers, caps)) + (study.device_count - busy_devices) * idle_w
+
+
+def evaluate(study: Study, caps: Sequence[float]) -> Evaluation:
+    """The analytic means and mean power of the study at these caps (one per class, in input order)."""
+    queue = queue_classes(study, caps)
+    c = study.servers
+    load = offered_load(queue)
+    if load >= c:
+        return Evaluation(tuple(caps), queue, c, load, None, None)
+    means = mean_times(queue, c, study.discipline)
+    power = mean_power(study, caps, [k.rate * k.mean for k in queue])
+    return Evaluation(tuple(caps), queue, c, load, means, power)
+
+
+def analyze(
+    study: StudySource,
+    method: Method | str = Method.analytic,
+    seed: int = 0,
+    *,
+    replications: int = 10,
+    jobs_per_replication: int = 10_000,
+    warmup_fraction: float = 0.2,
+) -> StudyResult:
+    """Per-class mean wait and response, utilisation and mean power of the study; caps chosen where not given.
+
+    InvalidStudy for an invalid document or method; the result's status says whether it is stable and meets the
+    targets (an unstable study carries a reason and no waits)."""
+    started = time.monotonic()
+    s = load_study(study)
+    method = _checked_options(method, replications, jobs_per_replication, warmup_fraction)
+    free = [i for i, k in enumerate(s.classes) if k.cap_w is None]
+    evaluations = [evaluate(s, caps) for caps in _cap_combinations(s, free)]
+    best, status, reason = _choose(s, evaluations)
+    logger.info("study %r: %d cap combinations evaluated, status %s", s.name, len(evaluations), status.value)
+    front = pareto_front(s, evaluations) if free else ()
+    simulation = None
+    if method == Method.simulation and best.stable:
+        simulated = simulate(
+            best.queue, best.servers, s.discipline, seed=seed, replications=replications,
+            jobs_per_replication=jobs_per_replication, warmup_fraction=warmup_fraction,
+        )
+        simulation = SimulationInfo(
+            library=ciw_version(), replications=replications, jobs_per_replication=jobs_per_replication,
+            warmup_fraction=warmup_fraction, seed=seed, service_distribution=SERVICE_DISTRIBUTION,
+            preemption=PREEMPTION if s.discipline == Discipline.preemptive else None,
+        )
+        classes = tuple(_simulated_class(s, i, best, simulated[i]) for i in range(len(s.classes)))
+        power = mean_power(s, best.caps, [(r.utilization or 0.0) * best.servers for r in classes])
+        missed = [r for r in classes if r.meets_target is False]
+        if missed and status == Status.ok:
+            status, reason = Status.targets_missed, "simulated " + _misses(missed)
+        elif not missed and status == Status.targets_missed:
+            status, reason = Status.ok, None
+    else:
+        classes = tuple(_analytic_class(s, i, best) for i in range(len(s.classes)))
+        power = best.mean_power_w
+    return StudyResult(
+        study=s.name,
+        discipline=s.discipline,
+        method=method,
+        status=status,
+        stable=best.stable,
+        reason=reason,
+        device_model=s.model,
+        devices=s.device_count,
+        devices_per_job=s.devices_per_job,
+        servers=s.servers,
+        offered_load=best.load,
+        mean_power_w=power,
+        caps={k.name: cap for k, cap in zip(s.classes, best.caps)},
+        caps_chosen=tuple(s.classes[i].name for i in free),
+        meets_targets=None if not s.targets or not best.stable else all(r.meets_target is not False for r in classes),
+        classes=classes,
+        front=front,
+        combinations_evaluated=len(evaluations),
+        simulation=simulation,
+        wall_seconds=time.monotonic() - started,
+    )
+
+
+def _checked_options(method: Method | str, replications: int, jobs: int, warmup_fraction: float) -> Method:
+    """The method as a Method; InvalidStudy naming every option out of range."""
+    problems = []
+    if method not in {m.value for m in Method}:
+        problems.append(FieldError("method", f"unknown method {method!r}; choose one of {[m.value for m in Method]}"))
+    if not 2 <= replications <= 10_000:
+        problems.append(FieldError("replications", f"{replications} is not in 2..10,000 (a confidence interval needs two)"))
+    if not 100 <= jobs <= MAX_JOBS_PER_REPLICATION:
+        problems.append(FieldError("jobs_per_replication", f"{jobs} is not in 100..{MAX_JOBS_PER_REPLICATION:,}"))
+    if not 0 <= warmup_fraction < 1:
+        problems.append(FieldError("warmup_fraction", f"{warmup_fraction} is not in [0, 1)"))
+    if problems:
+        raise InvalidStudy(problems)
+    return Method(method)
+
+
+def _cap_combinations(study: Study, free: list[int]) -> list[tuple[float, ...]]:
+    """Every assignment of the pool's levels to the classes in `free` (the others keep cap_w), highest caps first."""
+    out = []
+    for chosen in itertools.product(study.levels, repeat=len(free)):
+        caps = [k.cap_w for k in study.classes]
+        for i, cap in zip(free, chosen):
+            caps[i] = cap
+        out.append(tuple(caps))  # type: ignore[arg-type]
+    return out
+
+
+def _choose(study: Study, evaluations: list[Evaluation]) -> tuple[Evaluation, Status, str | None]:
+    """Least mean power among stable evaluations meeting every target; else the closest stable one; else the
+    least loaded one, unstable."""
+    stable = [e for e in evaluations if e.stable]
+    if not stable:
+        least = min(evaluations, key=lambda e: e.load)
+        at = "at the given caps" if len(evaluations) == 1 else "even at the fastest caps"
+        return least, Status.unstable, (
+            f"offered load {least.load:.4g} servers >= {least.servers} servers ({study.device_count} {study.model} "
+            f"devices, {study.devices_per_job} per job) {at}: the queue grows without bound; add devices, lower "
+            "arrival rates or shorten the work"
+        )
+    feasible = [e for e in stable if _worst_ratio(study, e) <= 1.0 + TARGET_RTOL]
+    if feasible:
+        return min(feasible, key=lambda e: (e.mean_power_w, weighted_response(e))), Status.ok, None
+    closest = min(stable, key=lambda e: (_worst_ratio(study, e), e.mean_power_w))
+    misses = [
+        f"{k.name} {m.response:.4g} h > target {study.targets[k.name].mean_response_hours:g} h"
+        for k, m in zip(study.classes, closest.means or ())
+        if k.name in study.targets and not _meets(m.response, study.targets[k.name].mean_response_hours)
+    ]
+    what = "the given caps miss" if len(evaluations) == 1 else "no caps meet every target; the closest misses"
+    return closest, Status.targets_missed, f"{what}: {'; '.join(misses)}"
+
+
+def _meets(response: float, target: float) -> bool:
+    return response <= target * (1.0 + TARGET_RTOL)
+
+
+def _worst_ratio(study: Study, e: Evaluation) -> float:
+    """max over targeted classes of response / target (0 without targets)."""
+    ratios = [
+        m.response / study.targets[k.name].mean_response_hours
+        for k, m in zip(study.classes, e.means or ())
+        if k.name in study.targets
+    ]
+    return max(ratios, default=0.0)
+
+
+def _misses(classes: Sequence[ClassResult]) -> str:
+    """'name mean ± half-width h > target T h' for each class; the interval tells noise from a real miss."""
+    return "; ".join(
+        f"{r.name} {r.mean_response_hours:.4g}"
+        + (f" ± {r.response_half_width_hours:.2g}" if r.response_half_width_hours is not None else "")
+        + f" h > target {r.target_response_hours:g} h"
+        for r in classes
+    )
+
+
+def weighted_response(e: Evaluation) -> float:
+    """Arrival-weighted mean response over all classes (h)."""
+    assert e.means is not None
+    return math.fsum(k.rate * m.response for k, m in zip(e.queue, e.means)) / math.fsum(k.rate for k in e.queue)
+
+
+def high_priority_response(e: Evaluation) -> float:
+    """Arrival-weighted mean response of the classes at the top priority level (h)."""
+    assert e.means is not None
+    top = [(k, m) for k, m in zip(e.queue, e.means) if k.level == 0]
+    return math.fsum(k.rate * m.response for k, m in top) / math.fsum(k.rate for k, _ in top)
+
+
+def pareto_front(study: Study, evaluations: Sequence[Evaluation]) -> tuple[FrontPoint, ...]:
+    """Stable evaluations that no other beats on both mean power and high-priority response, by rising power."""
+    stable = sorted((e for e in evaluations if e.stable), key=lambda e: (e.mean_power_w, high_priority_response(e)))
+    front: list[FrontPoint] = []
+    best = math.inf
+    for e in stable:
+        top = high_priority_response(e)
+        if top < best * (1.0 - 1e-12):
+            best = top
+            front.append(
+                FrontPoint(
+                    caps={k.name: cap for k, cap in zip(study.classes, e.caps)},
+                    mean_power_w=e.mean_power_w,  # type: ignore[arg-type]
+                    high_priority_response_hours=top,
+                    weighted_response_hours=weighted_response(e),
+                    response_hours={k.name: m.response for k, m in zip(study.classes, e.means or ())},
+                    meets_targets=_worst_ratio(study, e) <= 1.0 + TARGET_RTOL,
+                )
+            )
+    return tuple(front)
+
+
+def _target(study: Study, name: str) -> float | None:
+    t = study.targets.get(name)
+    return None if t is None else t.mean_response_hours
+
+
+def _analytic_class(study: Study, i: int, e: Evaluation) -> ClassResult:
+    k, q = study.classes[i], e.queue[i]
+    target = _target(study, k.name)
+    m = e.means[i] if e.means is not None else None
+    return ClassResult(
+        name=k.name,
+        priority=k.priority,
+        cap_w=e.caps[i],
+        arrival_rate_per_hour=q.rate,
+        service_mean_hours=q.mean,
+        service_scv=q.scv,
+        utilization=None if m is None else q.rate * q.mean / e.servers,
+        mean_wait_hours=None if m is None else m.wait,
+        mean_response_hours=None if m is None else m.response,
+        method_detail=m.detail if m is not None else "unstable: no steady state",
+        target_response_hours=target,
+        meets_target=None if m is None or target is None else _meets(m.response, target),
+    )
+
+
+def _simulated_class(study: Study, i: int, e: Evaluation, sim) -> ClassResult:
+    k, q = study.classes[i], e.queue[i]
+    target = _target(study, k.name)
+    response = sim.response.mean
+    return ClassResult(
+        name=k.name,
+        priority=k.priority,
+        cap_w=e.caps[i],
+        arrival_rate_per_hour=q.rate,
+        service_mean_hours=q.mean,
+        service_scv=q.scv,
+        utilization=sim.utilization.mean,
+        mean_wait_hours=sim.wait.mean,
+        mean_response_hours=response,
+        wait_half_width_hours=sim.wait.half_width,
+        response_half_width_hours=sim.response.half_width,
+        method_detail=f"simulation: {ciw_version()}, {sim.jobs} jobs measured",
+        target_response_hours=target,
+        meets_target=None if target is None or response is None else _meets(response, target),
+    )

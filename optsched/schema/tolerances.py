@@ -1,0 +1,9 @@
+"""The tolerances every layer shares, defined once: the planners, the night engine and the verifiers agree on
+what counts as the same instant, a met deadline and a budget that holds."""
+
+# Hours: instants closer than this are the same instant (3.6 ms), for the night engine and its verifier alike.
+TIME_TOL_HOURS = 1e-6
+# A deadline is met when runtime <= deadline * (1 + DEADLINE_RTOL): HiGHS's feasibility tolerance.
+DEADLINE_RTOL = 1e-6
+# Watts: a draw this far above a budget still holds it (the solver's row tolerance, summed over a few rows).
+POWER_TOL_W = 1e-6

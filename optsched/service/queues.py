@@ -1,0 +1,28 @@
+"""The solve queue a service runs on, chosen by its settings: the embedded process pool, or RQ workers when
+QUEUE_URL is set. The REST app and `optsched batch` open theirs here, both with the kinds' runner."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from optsched.infra.pool import ProcessPool, SolveQueue
+from optsched.infra.rq import RQQueue
+from optsched.infra.store import PlanStore
+from optsched.service.kinds import RUNNER
+
+
+def open_queue(store: PlanStore, settings: Mapping[str, Any], **overrides: Any) -> SolveQueue:
+    """RQQueue on settings["QUEUE_URL"] if set, else a ProcessPool; `overrides` replace settings by name."""
+    s = {**settings, **overrides}
+    if s["QUEUE_URL"]:
+        return RQQueue(store, s["QUEUE_URL"], runner=RUNNER, queue_name=s["QUEUE_NAME"], queue_size=s["QUEUE_SIZE"],
+                       grace_s=s["SOLVE_GRACE_S"])
+    return ProcessPool(
+        store,
+        runner=RUNNER,
+        workers=s["WORKERS"],
+        queue_size=s["QUEUE_SIZE"],
+        max_solves_per_worker=s["MAX_SOLVES_PER_WORKER"],
+        grace_s=s["SOLVE_GRACE_S"],
+        solver_threads=s["SOLVER_THREADS"],
+    )
