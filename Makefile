@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install plan serve night test bench bench-large clean
+.PHONY: install plan serve night test test-fast architecture bench bench-large clean
 
 install: $(STAMP)
 
@@ -23,8 +23,16 @@ serve: install
 night: install
 	$(BIN)/optsched night models/workloads/night-queue.json --start 2026-12-01T22:00 --hours 8 --out plans/demo
 
-test: install
+test: install architecture
 	$(BIN)/python -m pytest -q
+
+# The inner loop: everything but the slow tests (see tests/conftest.py), under a minute on 2 cores.
+test-fast: install architecture
+	$(BIN)/python -m pytest -q -m "not slow"
+
+# The import graph: no cycles, arrows only down the layers (optsched/testing/architecture.py).
+architecture: install
+	$(BIN)/python -m optsched.testing.architecture
 
 bench: install
 	$(BIN)/python -m bench.planner

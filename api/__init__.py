@@ -12,11 +12,12 @@ from typing import Any, Mapping
 from flask import Flask, redirect
 from flask_openapi3 import Info, OpenAPI
 
-from api import frontiers, health, night_plans, plans, verify, viewer
+from api import frontiers, health, night_plans, plans, queueing, replans, verify, viewer
 from optsched.service.queues import open_queue
 from optsched.service.settings import load_settings
 from api.errors import Problem, register_error_handlers, validation_problem
-from api.guards import BEARER_SCHEME, ApiRequest, StrictJSONProvider
+from api.guards import BEARER_SCHEME, ApiRequest, StrictJSONProvider, note_arrival, require_v1_token
+from api.spec import finish_spec
 from api.services import EXTENSION, Services, services
 from optsched.infra.store import PlanStore
 
@@ -37,6 +38,7 @@ class _OpenAPI(OpenAPI):
             declared = operation.get("responses", {}).get(self.validation_error_status, {})
             if "application/json" in declared.get("content", {}):
                 del operation["responses"][self.validation_error_status]
+        finish_spec(self.spec_json, self.config)
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
@@ -57,13 +59,15 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     )
     app.config.update(settings)
     app.config["MAX_CONTENT_LENGTH"] = int(settings["MAX_BODY_MB"] * 2**20)
+    app.before_request(note_arrival)
+    app.before_request(require_v1_token)  # before routing's 404/405: an unknown /v1 URL is a 401 too
     app.json.sort_keys = False
 
     store = PlanStore(settings["DATABASE_URL"])
     queue = open_queue(store, settings)
     app.extensions[EXTENSION] = Services(store=store, queue=queue)
 
-    for blueprint in (plans.bp, night_plans.bp, frontiers.bp, verify.bp, health.bp):
+    for blueprint in (plans.bp, night_plans.bp, frontiers.bp, queueing.bp, replans.bp, verify.bp, health.bp):
         app.register_api(blueprint)
     app.register_blueprint(viewer.bp)
     app.add_url_rule("/openapi.json", "openapi_json", lambda: app.api_doc)

@@ -12,7 +12,8 @@ from werkzeug.http import HTTP_STATUS_CODES
 
 from optsched.schema.errors import FieldError, InvalidPlan, InvalidWorkload
 from optsched.infra.pool import QueueFull
-from optsched.infra.store import InvalidCursor
+from optsched.infra.rq import QUEUE_OUTAGES
+from optsched.infra.store import DATABASE_OUTAGES, InvalidCursor
 from optsched.service.resources import IdempotencyConflict, NotFound
 from optsched.schema.workload import field_errors
 
@@ -21,6 +22,9 @@ PROBLEM_JSON = "application/problem+json"
 INVALID_WORKLOAD = "urn:optsched:problem:invalid-workload"
 INVALID_REQUEST = "urn:optsched:problem:invalid-request"
 QUEUE_FULL = "urn:optsched:problem:queue-full"
+DEPENDENCY_UNAVAILABLE = "urn:optsched:problem:dependency-unavailable"
+# Retry-After of a dependency outage (the database or Redis does not answer): outages seen last seconds to a minute.
+OUTAGE_RETRY_AFTER_S = 5
 IDEMPOTENCY_KEY_REUSED = "urn:optsched:problem:idempotency-key-reused"
 
 
@@ -151,6 +155,25 @@ def register_error_handlers(app: Flask) -> None:
         return problem_response(
             ApiProblem(503, str(exc), type=QUEUE_FULL, headers={"Retry-After": str(exc.retry_after_s)})
         )
+
+    def _outage(what: str) -> Any:
+        def handler(exc: Exception):
+            current_app.logger.warning("%s %s: %s does not answer (%s)", request.method, request.path, what,
+                                       type(exc).__name__)
+            return problem_response(ApiProblem(
+                503,
+                f"{what} does not answer; retry after Retry-After seconds (a POST with the same Idempotency-Key "
+                "returns the plan if the first one was stored)",
+                type=DEPENDENCY_UNAVAILABLE,
+                headers={"Retry-After": str(OUTAGE_RETRY_AFTER_S)},
+            ))
+
+        return handler
+
+    for outage in DATABASE_OUTAGES:  # an outage of a dependency is a 503 to retry; a 500 stays for bugs
+        app.register_error_handler(outage, _outage("the database"))
+    for outage in QUEUE_OUTAGES:
+        app.register_error_handler(outage, _outage("the solve queue (Redis)"))
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from flask import current_app, request
+from flask import request
 from flask_openapi3 import APIBlueprint, Tag
 
+from api.costs import check_at_most, check_solve, check_workload
 from api.errors import problem_doc
 from api.guards import UNAUTHORIZED, V1_SECURITY, require_json_body, require_token
 from api.resources import (
@@ -21,7 +22,7 @@ from api.resources import (
 )
 from api.schemas import AsyncSubmitHeaders, FrontierPath, FrontierRequest, FrontierResource
 from optsched.explain.frontier import Frontier, plot_frontier
-from optsched.schema.limits import check_variables
+from optsched.infra.store import ResourceKind
 
 bp = APIBlueprint(
     "frontiers",
@@ -55,8 +56,10 @@ bp.before_request(require_json_body)
 )
 def create_frontier(header: AsyncSubmitHeaders, body: FrontierRequest):
     """Store, queue: 202."""
-    check_variables(body.workload, current_app.config["MAX_VARIABLES"], path="workload")
+    check_workload(body.workload, path="workload")
+    check_at_most(len(body.budgets or ()), "MAX_BUDGETS", "budgets", "budgets")
     workload = request.get_json()["workload"]
+    check_solve(ResourceKind.frontier, workload, body.params(), path="workload")
     record, created = submit(FRONTIERS, workload, body.params(), header.idempotency_key)
     return accepted(FRONTIERS, record, created)
 
@@ -78,8 +81,8 @@ def get_frontier(path: FrontierPath):
     operation_id="getFrontierPlot",
     summary="The frontier's plot",
     description="Weighted speedup against the global budget (kW), the current budget and the knee marked, "
-    "deadlines met below (the CLI's --png). 409 while the frontier is queued or solving; 404 if it is unknown, "
-    "ended without a result, or has no curve.",
+    "deadlines met below (the CLI's --png). 404 if it is unknown; 409 while it is queued or "
+    "solving, or when it ended without a result or has no curve.",
     responses={200: png_doc("The frontier plot."), **chart_responses(FRONTIERS)},
 )
 def get_frontier_plot(path: FrontierPath):

@@ -1,11 +1,14 @@
-"""/healthz (the process answers) and /readyz (the store answers, HiGHS loads, solves are being taken)."""
+"""/healthz (the process answers) and /readyz (the store answers, HiGHS loads, solves are being taken).
+
+A failed readiness check names what fails: the database, Redis (the solve queue), HiGHS or the dispatcher.
+"""
 
 from __future__ import annotations
 
 from flask import current_app
 from flask_openapi3 import APIBlueprint, Tag
 
-from api.errors import ApiProblem, problem_doc
+from api.errors import OUTAGE_RETRY_AFTER_S, ApiProblem, problem_doc
 from api.schemas import Health
 from api.services import services
 
@@ -28,7 +31,8 @@ def healthz():
     "/readyz",
     operation_id="readyz",
     summary="Readiness",
-    description="200 when the store answers a query, HiGHS loads and (if started) the solve queue runs; else 503.",
+    description="200 when the store answers a query, HiGHS loads and (if started) the solve queue runs; else 503, "
+    "whose `detail` names each failing check (the database, Redis, HiGHS, the dispatcher).",
     responses={200: Health, 503: problem_doc("A check failed; see `detail`.")},
 )
 def readyz():
@@ -40,7 +44,7 @@ def readyz():
         checks["store"] = "ok"
     except Exception as exc:  # noqa: BLE001 - any failure means not ready
         current_app.logger.warning("readiness: store check failed: %s", exc)
-        failures.append(f"store: {type(exc).__name__}")
+        failures.append(f"store: the database does not answer ({type(exc).__name__})")
     try:
         import highspy
 
@@ -49,10 +53,11 @@ def readyz():
     except Exception as exc:  # noqa: BLE001
         failures.append(f"highs: {type(exc).__name__}: {exc}")
     if current_app.config["START_WORKERS"]:
-        if services().queue.healthy():
+        reason = services().queue.unready_reason()
+        if reason is None:
             checks["queue"] = "ok"
         else:
-            failures.append("queue: the solve dispatcher is not running")
+            failures.append(f"queue: {reason}")
     if failures:
-        raise ApiProblem(503, "not ready: " + "; ".join(failures))
+        raise ApiProblem(503, "not ready: " + "; ".join(failures), headers={"Retry-After": str(OUTAGE_RETRY_AFTER_S)})
     return Health(status="ready", checks=checks).model_dump()

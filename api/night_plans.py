@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from flask import current_app, request
+from flask import request
 from flask_openapi3 import APIBlueprint, Tag
 
+from api.costs import check_at_most, check_solve, check_workload
 from api.errors import problem_doc
 from api.guards import UNAUTHORIZED, V1_SECURITY, require_json_body, require_token
 from api.resources import (
@@ -22,7 +23,7 @@ from api.resources import (
 from api.schemas import AsyncSubmitHeaders, NightPlanPath, NightPlanRequest, NightPlanResource
 from optsched.charts import gantt_png, power_png
 from optsched.schema.errors import FieldError, InvalidWorkload
-from optsched.schema.limits import check_variables
+from optsched.infra.store import ResourceKind
 from optsched.night import validate_night
 
 bp = APIBlueprint(
@@ -59,8 +60,10 @@ ARGUMENTS = ("start", "hours", "preempt", "restart_hours")
 )
 def create_night_plan(header: AsyncSubmitHeaders, body: NightPlanRequest):
     """Validate (budgets against idle draw too), store, queue: 202."""
-    check_variables(body.queue, current_app.config["MAX_VARIABLES"], path="queue")
+    check_workload(body.queue, path="queue")
+    check_at_most(body.hours, "MAX_NIGHT_HOURS", "hours", "hours")
     queue = request.get_json()["queue"]
+    check_solve(ResourceKind.night, queue, body.params(), path="queue")
     try:
         validate_night(queue, start=body.start, hours=body.hours, restart_hours=body.restart_hours)
     except InvalidWorkload as exc:
@@ -85,8 +88,9 @@ def get_night_plan(path: NightPlanPath):
     "/night-plans/<night_plan_id>/gantt.png",
     operation_id="getNightPlanGantt",
     summary="The night plan's Gantt chart",
-    description="One row per device, bars coloured by job, deadline markers (the CLI's gantt.png). 409 while the "
-    "night plan is queued or solving; 404 if it is unknown or ended without a timeline.",
+    description="One row per device, bars coloured by job, deadline markers (the CLI's gantt.png). 404 if the "
+    "night plan is unknown; 409 while it is queued or solving, or when it ended without a timeline or is too large "
+    "to draw.",
     responses={200: png_doc("The Gantt chart."), **chart_responses(NIGHT_PLANS)},
 )
 def get_night_plan_gantt(path: NightPlanPath):

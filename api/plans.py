@@ -8,12 +8,12 @@ from typing import Any
 from flask import current_app, request
 from flask_openapi3 import APIBlueprint, Tag
 
+from api.costs import check_solve, check_workload
 from api.errors import ApiProblem, problem_doc
 from api.guards import UNAUTHORIZED, V1_SECURITY, require_json_body, require_token
 from api.schemas import ListQuery, PlanList, PlanPath, PlanResource, PlanSummary, SubmitHeaders
 from api.resources import PLANS, cancel_or_delete, resource_response, submit
 from api.services import services
-from optsched.schema.limits import check_variables
 from optsched.infra.store import PlanRecord, PlanState, ResourceKind
 from optsched.schema.workload import Workload
 
@@ -61,7 +61,8 @@ def _resource_doc(description: str) -> dict[str, Any]:
 )
 def create_plan(header: SubmitHeaders, body: Workload):
     """Store, queue, wait a little: 201 with the plan, or 202 to poll (see the description above)."""
-    check_variables(body, current_app.config["MAX_VARIABLES"])
+    check_workload(body)
+    check_solve(ResourceKind.plan, request.get_json(), {})
     record, created = submit(PLANS, request.get_json(), {}, header.idempotency_key)
     respond_async = _prefers_async(header.prefer)
     if not respond_async and not record.status.final:

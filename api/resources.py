@@ -13,13 +13,16 @@ import matplotlib
 from flask import Response, current_app, request
 from pydantic import BaseModel
 
+from api.costs import chart_size, check_chart
 from api.errors import ApiProblem, problem_doc
-from api.schemas import FrontierResource, NightPlanResource, PlanResource
+from api.guards import arrival
+from api.schemas import FrontierResource, NightPlanResource, PlanResource, QueueingStudyResource, ReplanResource
 from api.services import services
 from optsched.infra.store import PlanRecord, ResourceKind
 from optsched.service import resources
 
 PNG = "image/png"
+OCTET_STREAM = "application/octet-stream"
 # Charts are drawn one at a time: some use pyplot, whose state is global; none parses `$...$` in user text.
 _CHART_LOCK = threading.Lock()
 _CHART_RC = {"text.parse_math": False, "text.usetex": False}
@@ -45,8 +48,14 @@ class Collection:
 PLANS = Collection(ResourceKind.plan, "plan", "/v1/plans", PlanResource, "plan")
 NIGHT_PLANS = Collection(ResourceKind.night, "night plan", "/v1/night-plans", NightPlanResource, "night_plan")
 FRONTIERS = Collection(ResourceKind.frontier, "frontier", "/v1/frontiers", FrontierResource, "frontier")
+QUEUEING_STUDIES = Collection(
+    ResourceKind.queueing, "queueing study", "/v1/queueing-studies", QueueingStudyResource, "result"
+)
 # Every resource kind as the API shows it (tests check that each ResourceKind has one).
-COLLECTIONS: dict[ResourceKind, Collection] = {c.kind: c for c in (PLANS, NIGHT_PLANS, FRONTIERS)}
+REPLANS = Collection(ResourceKind.replan, "re-plan", "/v1/replans", ReplanResource, "replan")
+COLLECTIONS: dict[ResourceKind, Collection] = {
+    c.kind: c for c in (PLANS, NIGHT_PLANS, FRONTIERS, QUEUEING_STUDIES, REPLANS)
+}
 
 
 def resource_doc(collection: Collection, description: str) -> dict[str, Any]:
@@ -59,15 +68,21 @@ def resource_doc(collection: Collection, description: str) -> dict[str, Any]:
 
 
 def png_doc(what: str) -> dict[str, Any]:
-    return {"description": what, "content": {PNG: {"schema": {"type": "string", "format": "binary"}}}}
+    """A PNG response; also offered as application/octet-stream (Accept), which generated clients read as bytes."""
+    binary = {"schema": {"type": "string", "format": "binary"}}
+    return {"description": what, "content": {PNG: dict(binary), OCTET_STREAM: dict(binary)}}
 
 
 def chart_responses(collection: Collection) -> dict[int, Any]:
     return {
         304: {"description": "Not modified (If-None-Match matched the ETag)."},
         401: problem_doc("Missing or wrong bearer token (only when OPTSCHED_API_TOKEN is set)."),
-        404: problem_doc(f"No {collection.noun} with this id, or it ended without a result (cancelled, failed)."),
-        409: problem_doc(f"The {collection.noun} is still queued or solving; poll its URL until its status is final."),
+        404: problem_doc(f"No {collection.noun} with this id."),
+        409: problem_doc(
+            f"No chart in the {collection.noun}'s state: still queued or solving (poll its URL until its status is "
+            "final), ended without a result (cancelled, failed, nothing to draw), or too large to draw here "
+            "(OPTSCHED_MAX_CHART_ROWS/_BARS); `detail` says which."
+        ),
     }
 
 
@@ -105,7 +120,10 @@ def resource_response(collection: Collection, record: PlanRecord, status: int) -
 
 def cancel_or_delete(collection: Collection, resource_id: str) -> Response | tuple[str, int]:
     """Cancel an unfinished resource (200 with it), delete a finished one (204)."""
-    cancelled = resources.cancel_or_delete(services().store, services().queue, collection.kind, resource_id)
+    cancelled = resources.cancel_or_delete(
+        services().store, services().queue, collection.kind, resource_id, requested_at=arrival(),
+        replay_s=current_app.config["CANCEL_REPLAY_S"],
+    )
     return ("", 204) if cancelled is None else resource_response(collection, cancelled, 200)
 
 
@@ -116,9 +134,9 @@ def chart_response(
     draw: Callable[[Any], bytes],
     missing: Callable[[Any], str | None] = lambda result: None,
 ) -> Response:
-    """The chart `draw(result)` of a finished resource as PNG: 409 while it is queued or solving, 404 when it is
-    unknown, ended without a result, or `missing(result)` says why there is nothing to draw; an ETag lets a
-    client revalidate without a redraw."""
+    """The chart `draw(result)` of a finished resource as PNG: 404 when it is unknown; 409 while it is queued or
+    solving, when it ended without a result, when `missing(result)` says why there is nothing to draw, or when the
+    chart is larger than this server draws (api/costs.py); an ETag lets a client revalidate without a redraw."""
     record = record_or_404(collection, resource_id)
     if not record.status.final:
         raise ApiProblem(
@@ -132,12 +150,15 @@ def chart_response(
     else:
         why = missing(document)
     if why is not None:
-        raise ApiProblem(404, f"the {collection.noun} has no {name}: {why}")
+        raise ApiProblem(409, f"the {collection.noun} has no {name}: {why}")  # it exists; its state has no chart
+    check_chart(name, *chart_size(draw, document))
     etag = f"{record.id}-{name}-{record.finished_at.timestamp() if record.finished_at else 0:.6f}"
     if request.if_none_match.contains(etag):
         response = current_app.response_class(status=304)
     else:
-        response = current_app.response_class(_cached(etag, lambda: render(draw, document)), mimetype=PNG)
+        # The same bytes as application/octet-stream to a client that asks for that (generated clients do).
+        mimetype = request.accept_mimetypes.best_match([PNG, OCTET_STREAM], default=PNG)
+        response = current_app.response_class(_cached(etag, lambda: render(draw, document)), mimetype=mimetype)
     response.set_etag(etag)
     response.headers["Cache-Control"] = "private, no-cache"
     return response

@@ -16,7 +16,7 @@ from api.errors import INVALID_REQUEST, INVALID_WORKLOAD
 TOKEN = "rel-token-5f0c2e9a8d7b4c1e"
 
 # Routes anyone may call: liveness/readiness probes, the API description, and static assets.
-PUBLIC_PREFIXES = ("/healthz", "/readyz", "/openapi.json", "/docs", "/static/")
+PUBLIC_PREFIXES = ("/healthz", "/readyz", "/openapi.json", "/docs", "/static/", "/assets/")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 WRONG = {
     "none": {},
@@ -53,31 +53,21 @@ LEAKS = ("Traceback (most recent call last)", 'File "/', ".py\", line", TOKEN)
 
 
 def spec_with_links() -> dict[str, Any]:
-    """The served /openapi.json, plus links from a created plan to the operations on its id."""
+    """The served /openapi.json of a server without a token: it carries the links from each created resource to
+    the operations on its id (api/spec.py), which the stateful fuzzers follow."""
     with tempfile.TemporaryDirectory() as folder:
         app = create_app({"DATABASE_URL": f"sqlite:///{folder}/spec.db", "START_WORKERS": False, "API_TOKEN": None})
         try:
-            spec = copy.deepcopy(app.test_client().get("/openapi.json").get_json())
+            return copy.deepcopy(app.test_client().get("/openapi.json").get_json())
         finally:
             shutdown(app)
-    by_id = {op.get("operationId"): op for item in spec["paths"].values() for op in item.values()}
-    links = {
-        f"link_{target}": {"operationId": target, "parameters": {"plan_id": "$response.body#/id"}}
-        for target in ("getPlan", "deletePlan")
-        if target in by_id
-    }
-    for status in ("201", "202"):
-        response = by_id["createPlan"]["responses"].get(status)
-        if response is not None:
-            response["links"] = links
-    return spec
 
 
 SPEC = spec_with_links()
 
 
-# Answered by gunicorn before the request reaches the app (request line or headers too large): its own page.
-HTTP_SERVER_LIMITS = (414, 431)
+# Answered by the HTTP server before the request reaches the app; problem documents too (api/serve.py).
+HTTP_SERVER_LIMITS = ()
 
 
 def check_error_is_a_problem(ctx, response, case) -> None:

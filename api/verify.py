@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from flask import request
 from flask_openapi3 import APIBlueprint, Tag
+from pydantic import ValidationError
 
 from api.errors import problem_doc
 from api.guards import V1_SECURITY, require_json_body, require_token
 from api.schemas import VerifyRequest, VerifyResult
+from api.costs import check_at_most, check_workload
+from optsched.schema.errors import FieldError, InvalidWorkload
+from optsched.schema.plan import Plan
+from optsched.schema.workload import field_errors
 from optsched.verify.placement import verify
 
 bp = APIBlueprint(
@@ -36,5 +45,17 @@ bp.before_request(require_json_body)
     },
 )
 def verify_plan(body: VerifyRequest):
-    """The verifier's violations."""
-    return VerifyResult(violations=verify(body.workload, body.plan)).model_dump(mode="json")
+    """The verifier's violations (the plan read strictly: JSON's own types only, as for the workload)."""
+    check_workload(body.workload, path="workload")
+    check_at_most(len(body.plan.placements), "MAX_JOBS", "plan.placements", "placements")
+    plan = _strict_plan(request.get_json()["plan"])
+    return VerifyResult(violations=verify(body.workload, plan)).model_dump(mode="json")
+
+
+def _strict_plan(document: Any) -> Plan:
+    """The plan validated in pydantic's strict JSON mode: no "12" for a number, no true for a count."""
+    try:
+        return Plan.model_validate_json(json.dumps(document), strict=True)
+    except ValidationError as exc:
+        errors = [FieldError(f"plan.{e.path}" if e.path else "plan", e.message) for e in field_errors(exc)]
+        raise InvalidWorkload(errors) from None

@@ -1,26 +1,39 @@
-"""The plan viewer: server-rendered HTML pages (Flask templates, no JavaScript) over the same store as /v1.
+"""The plan viewer: server-rendered HTML pages (Flask templates) over the same store as /v1.
 
 `GET /` lists recent plans, night plans and frontiers; `/plans/{id}`, `/night-plans/{id}` and `/frontiers/{id}`
 show one, with charts drawn by optsched.charts / optsched.frontier and served beside the page as PNG. With
-OPTSCHED_API_TOKEN set, every page and chart needs the token: `Authorization: Bearer <token>`, or once
-`?token=<token>` in a browser, which answers with a redirect to the same page without it and a session cookie
-(HttpOnly, SameSite=Lax) holding a value derived from the token, not the token itself.
+OPTSCHED_API_TOKEN set, every page and chart needs the token: `Authorization: Bearer <token>`, or, in a browser,
+the login form (POST /login, never a token in the URL), which answers with a redirect back and a session cookie
+(HttpOnly, SameSite=Lax, expiring after OPTSCHED_VIEWER_SESSION_S) holding an HMAC keyed by the token, not the
+token itself: a new token ends every session.
+
+Charts are interactive where scripts run: each page embeds its chart data as JSON (api/pages.py) and one script
+of ours (api/static/viewer.js) draws it with Chart.js, vendored in api/static/vendor and served from here under
+`/assets/<digest>/` (public, cached for a year: the digest changes with the file). The CSP lets only these scripts
+run; without them the PNG and the tables still say everything.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import time
 from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
-from flask import Blueprint, Response, current_app, redirect, render_template, request, url_for
+from flask import Blueprint, Response, abort, current_app, redirect, render_template, request, send_file, url_for
+from werkzeug.security import safe_join
 
 from api.frontiers import no_curve
 from api.guards import bearer_matches
-from api.resources import FRONTIERS, NIGHT_PLANS, PLANS, Collection, chart_response
+from api.pages import frontier_chart, night_view, plan_chart
+from api.queueing import no_front
+from api.resources import FRONTIERS, NIGHT_PLANS, PLANS, QUEUEING_STUDIES, REPLANS, Collection, chart_response
 from api.services import services
-from optsched.charts import gantt_png, placement_png, power_png
+from optsched.charts import gantt_png, placement_png, power_png, queueing_front_png
 from optsched.explain.frontier import plot_frontier
 from optsched.infra.store import InvalidCursor, PlanRecord, ResourceKind
 
@@ -29,43 +42,75 @@ bp = Blueprint("viewer", __name__, template_folder="templates")
 PAGE_SIZE = 30
 REFRESH_S = 2  # unfinished resources reload themselves (meta refresh: no JavaScript)
 COOKIE = "optsched_viewer"
-# Pages take nothing from elsewhere and run no script; charts and the stylesheet come from this server.
+# Pages take nothing from elsewhere and run only this server's script files (no inline script, no eval); charts,
+# scripts and the stylesheet come from this server.
 PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; img-src 'self' data:; style-src 'self'; form-action 'self'; "
-    "base-uri 'none'; frame-ancestors 'none'",
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; img-src 'self' data:; style-src 'self'; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
+# Scripts and the stylesheet, served under /assets/<digest>/ (public: no secrets in them).
+ASSETS = Path(__file__).resolve().parent / "static"
+ASSET_MAX_AGE_S = 365 * 24 * 3600
+PUBLIC_ENDPOINTS = frozenset({"viewer.asset"})
 # The page of each kind: its endpoint and the name of its id argument.
 PAGES = {
     ResourceKind.plan: ("viewer.plan_page", "plan_id"),
     ResourceKind.night: ("viewer.night_page", "night_plan_id"),
     ResourceKind.frontier: ("viewer.frontier_page", "frontier_id"),
+    ResourceKind.queueing: ("viewer.queueing_page", "study_id"),
+    ResourceKind.replan: ("viewer.replan_page", "replan_id"),
 }
 
 
 @bp.before_request
 def require_page_token() -> Response | None:
-    """With OPTSCHED_API_TOKEN set: a bearer token, the session cookie, or `?token=` (then a redirect without it)."""
+    """With OPTSCHED_API_TOKEN set: a bearer token or a live session cookie; else the login page (401), whose form
+    POSTs the token to /login. A token in the URL is never taken (URLs end up in logs and histories)."""
     token = current_app.config.get("API_TOKEN")
+    if not token or request.endpoint in PUBLIC_ENDPOINTS or request.endpoint == "viewer.login":
+        return None
+    if bearer_matches(token) or _cookie_valid(request.cookies.get(COOKIE, ""), token):
+        return None
+    return _login_page(wrong=False, next_url=_here())
+
+
+@bp.post("/login")
+def login():
+    """The login form's target: the right token sets the session cookie and goes back to `next` (303)."""
+    token = current_app.config.get("API_TOKEN")
+    next_url = _safe_next(request.form.get("next", "/"))
     if not token:
-        return None
-    given = request.args.get("token")
-    if given is not None:
-        if not hmac.compare_digest(given.encode(), token.encode()):
-            return _page(401, "login.html", wrong=True)
-        # The same page without the token (url_for's own `_external` & co. are not taken from the query).
-        args = {k: v for k, v in request.args.items() if k != "token" and not k.startswith("_")}
-        response = redirect(url_for(request.endpoint, **{**args, **(request.view_args or {})}), 303)
-        response.set_cookie(
-            COOKIE, _cookie_value(token), httponly=True, samesite="Lax", secure=request.is_secure, path="/"
-        )
-        return response
-    cookie = request.cookies.get(COOKIE, "")
-    if bearer_matches(token) or hmac.compare_digest(cookie.encode(), _cookie_value(token).encode()):
-        return None
-    return _page(401, "login.html", wrong=False)
+        return redirect(next_url, 303)
+    given = request.form.get("token", "")
+    if not hmac.compare_digest(given.encode(), token.encode()):
+        return _login_page(wrong=True, next_url=next_url)
+    response = redirect(next_url, 303)
+    max_age = int(current_app.config["VIEWER_SESSION_S"])
+    response.set_cookie(
+        COOKIE, _cookie_value(token, int(time.time()) + max_age), max_age=max_age, httponly=True, samesite="Lax",
+        secure=request.is_secure, path="/",
+    )
+    return response
+
+
+def _login_page(*, wrong: bool, next_url: str) -> Response:
+    return _page(401, "login.html", wrong=wrong, next_url=next_url, url_token="token" in request.args)
+
+
+def _here() -> str:
+    """This page's path and query, without a `token` parameter (the login form sends the user back here)."""
+    args = [(k, v) for k, v in request.args.items(multi=True) if k != "token"]
+    return _safe_next(request.path + (f"?{urlencode(args)}" if args else ""))
+
+
+def _safe_next(target: str) -> str:
+    """`target` if it is a path on this site (no scheme, no host, no backslash, no control character), else `/`."""
+    if not target.startswith("/") or target.startswith("//") or "\\" in target or not target.isprintable():
+        return "/"
+    return target
 
 
 @bp.after_request
@@ -100,7 +145,8 @@ def plan_page(plan_id: str):
     if plan is not None:
         for name in sorted(set(plan.power_by_domain) | set(plan.budget_by_domain)):
             domains.append((name, plan.power_by_domain.get(name, 0.0), plan.budget_by_domain.get(name)))
-    return _page(200, "plan.html", record=record, plan=plan, domains=domains, **_common(record, PLANS))
+    chart = None if plan is None or not plan.devices else plan_chart(plan)
+    return _page(200, "plan.html", record=record, plan=plan, domains=domains, chart=chart, **_common(record, PLANS))
 
 
 @bp.get("/plans/<plan_id>/placement.png")
@@ -113,7 +159,9 @@ def night_page(night_plan_id: str):
     record, resource = _resource_or_404(NIGHT_PLANS, night_plan_id)
     if record is None:
         return resource
-    return _page(200, "night.html", record=record, night=resource.night_plan, **_common(record, NIGHT_PLANS))
+    night = resource.night_plan
+    view = None if night is None else night_view(night)
+    return _page(200, "night.html", record=record, night=night, view=view, **_common(record, NIGHT_PLANS))
 
 
 @bp.get("/night-plans/<night_plan_id>/gantt.png")
@@ -131,12 +179,49 @@ def frontier_page(frontier_id: str):
     record, resource = _resource_or_404(FRONTIERS, frontier_id)
     if record is None:
         return resource
-    return _page(200, "frontier.html", record=record, frontier=resource.frontier, **_common(record, FRONTIERS))
+    frontier = resource.frontier
+    chart = frontier_chart(frontier) if frontier is not None and frontier.points else None
+    return _page(200, "frontier.html", record=record, frontier=frontier, chart=chart, **_common(record, FRONTIERS))
 
 
 @bp.get("/frontiers/<frontier_id>/plot.png")
 def frontier_plot_png(frontier_id: str):
     return chart_response(FRONTIERS, frontier_id, "plot.png", plot_frontier, missing=no_curve)
+
+
+@bp.get("/queueing-studies/<study_id>")
+def queueing_page(study_id: str):
+    record, resource = _resource_or_404(QUEUEING_STUDIES, study_id)
+    if record is None:
+        return resource
+    return _page(200, "queueing.html", record=record, result=resource.result, **_common(record, QUEUEING_STUDIES))
+
+
+@bp.get("/replans/<replan_id>")
+def replan_page(replan_id: str):
+    record, resource = _resource_or_404(REPLANS, replan_id)
+    if record is None:
+        return resource
+    return _page(200, "replan.html", record=record, parent=resource.parent, replan=resource.replan,
+                 **_common(record, REPLANS))
+
+
+@bp.get("/queueing-studies/<study_id>/plot.png")
+def queueing_plot_png(study_id: str):
+    return chart_response(QUEUEING_STUDIES, study_id, "plot.png", queueing_front_png, missing=no_front)
+
+
+@bp.get("/assets/<digest>/<path:filename>")
+def asset(digest: str, filename: str):
+    """A script or the stylesheet; cached for a year when `digest` is the file's current one (see asset_url)."""
+    path = safe_join(str(ASSETS), filename)
+    if path is None or not Path(path).is_file():
+        abort(404)
+    fresh = digest == _digest(filename)
+    response = send_file(path, max_age=ASSET_MAX_AGE_S if fresh else 0)
+    if fresh:
+        response.headers["Cache-Control"] = f"public, max-age={ASSET_MAX_AGE_S}, immutable"
+    return response
 
 
 # -- helpers -----------------------------------------------------------------------------------------------------
@@ -163,9 +248,18 @@ def _page(status: int, template: str, **context: Any) -> Response:
     return current_app.response_class(render_template(template, **context), status=status, mimetype="text/html")
 
 
-def _cookie_value(token: str) -> str:
-    """The session cookie: derived from the token, so the cookie alone is no bearer token for /v1."""
-    return hmac.new(token.encode(), b"optsched viewer session", hashlib.sha256).hexdigest()
+def _cookie_value(token: str, expires: int) -> str:
+    """The session cookie, `<expiry>.<HMAC of it keyed by the token>`: it ends at its expiry (Unix time), a new
+    token invalidates it, and it is no bearer token for /v1."""
+    mac = hmac.new(token.encode(), f"optsched viewer session|{expires}".encode(), hashlib.sha256).hexdigest()
+    return f"{expires}.{mac}"
+
+
+def _cookie_valid(cookie: str, token: str) -> bool:
+    expires, _, _mac = cookie.partition(".")
+    if not expires.isdigit() or len(expires) > 12 or int(expires) <= time.time():
+        return False
+    return hmac.compare_digest(cookie.encode(), _cookie_value(token, int(expires)).encode())
 
 
 @bp.app_template_filter("watts")
@@ -199,6 +293,16 @@ def _took(start: datetime | None, end: datetime | None) -> str:
         return "—"
     seconds = (end - start).total_seconds()
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:,.1f} s"
+
+
+@lru_cache(maxsize=64)
+def _digest(filename: str) -> str:
+    return hashlib.sha256((ASSETS / filename).read_bytes()).hexdigest()[:16]
+
+
+@bp.app_template_global("asset_url")
+def _asset_url(filename: str) -> str:
+    return url_for("viewer.asset", digest=_digest(filename), filename=filename)
 
 
 @bp.app_template_global("page_url")

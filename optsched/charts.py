@@ -66,6 +66,7 @@ def gantt_png(plan: NightPlan) -> bytes:
             for a, b in stretches:
                 ax.barh(row, b - a, left=a, height=0.8, fill=False, edgecolor="black", linewidth=0.6)
         _deadline_marker(ax, job, row_of, colours[job.job])
+    _down_bars(ax, plan, row_of)
     _label_wide_bars(ax, plan, row_of)
     ax.axvline(plan.hours, color="black", linestyle="--", linewidth=1.0)
     ax.set_yticks(range(len(rows)), [f"{d}[{i}]" for d, i in rows], fontsize=7)
@@ -82,12 +83,27 @@ def gantt_png(plan: NightPlan) -> bytes:
     handles += [
         Patch(facecolor="white", edgecolor="black", label="deadline met (|), missed (red x)"),
         Patch(facecolor="grey", alpha=0.45, edgecolor="black", label="paler = lower power cap"),
-        Patch(facecolor="white", edgecolor="black", hatch="//", label="restart after preemption"),
+        Patch(facecolor="white", edgecolor="black", hatch="//", label="restart (preemption, move, failure)"),
     ]
+    if plan.failures:
+        handles.append(Patch(facecolor="#555555", edgecolor="black", hatch="xx", label="device down (failed)"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, title="jobs", title_fontsize=8)
     ax.grid(axis="x", linewidth=0.3)
     fig.tight_layout()
     return _png(fig)
+
+
+def _down_bars(ax, plan: NightPlan, row_of) -> None:
+    """Dark cross-hatched bars where a device is down (from the events' `down` lists)."""
+    end = max(plan.hours, plan.summary.makespan_hours)
+    for e, nxt in zip(plan.events, [*(x.at_hours for x in plan.events[1:]), end]):
+        for device, indices in e.down.items():
+            for i in indices:
+                if (device, i) in row_of and nxt > e.at_hours:
+                    ax.barh(
+                        row_of[(device, i)], nxt - e.at_hours, left=e.at_hours, height=0.8, color="#555555",
+                        hatch="xx", linewidth=0,
+                    )
 
 
 def power_png(plan: NightPlan) -> bytes:

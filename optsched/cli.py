@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -43,7 +44,8 @@ def plan_command(
     from optsched.explain.planning import plan
 
     source = sys.stdin.read() if str(workload) == "-" else workload
-    result = _valid_or_exit(plan, source, time_limit_s=time_limit, mip_gap=gap)
+    with _live_progress() as progress:
+        result = _valid_or_exit(plan, source, time_limit_s=time_limit, mip_gap=gap, progress=progress)
     _emit_json(result, output, echo=not table)
     if table:
         print_plan_table(result, Console(width=None if sys.stdout.isatty() else 160))
@@ -143,12 +145,22 @@ def frontier_command(
     gap: Annotated[Optional[float], typer.Option("--gap", min=0.0, max=1.0, help="Relative MIP gap per point.")] = None,
 ) -> None:
     """The power-speedup frontier of WORKLOAD: exit 0 with a curve, 1 when there is none, 2 for invalid input."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     from optsched.explain.frontier import frontier, plot_frontier
 
-    result = _valid_or_exit(frontier, workload, time_limit_s=time_limit, mip_gap=gap)
-    _emit_json(result, output)
-    if png is not None and result.points:
-        plot_frontier(result, png)
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    # On a terminal only (piped: nothing extra), and until the last file is written.
+    with Progress(*columns, console=stderr, transient=True, disable=not stderr.is_terminal, redirect_stdout=False) as bar:
+        task = bar.add_task("planning the frontier: a solve per budget, from the least feasible to saturation")
+        result = _valid_or_exit(frontier, workload, time_limit_s=time_limit, mip_gap=gap)
+        bar.update(task, description=f"writing the frontier ({len(result.points)} points)")
+        if output is not None:
+            _emit_json(result, output)
+        if png is not None and result.points:
+            plot_frontier(result, png)
+    if output is None:
+        _emit_json(result, None)  # stdout once the live line is gone
     if result.reason:
         stderr.print("[bold red]no frontier:[/]", escape(result.reason), highlight=False)
     raise typer.Exit(EXIT_PLAN if result.points else EXIT_NO_PLAN)
@@ -196,9 +208,9 @@ def serve_command(
     workers: Annotated[
         Optional[int], typer.Option(min=1, help="Solver processes (default: OPTSCHED_WORKERS, else one per core).")
     ] = None,
-    threads: Annotated[int, typer.Option(min=1, help="HTTP threads of the gunicorn worker.")] = 32,
+    threads: Annotated[int, typer.Option(min=1, help="Application threads of the HTTP process (waitress).")] = 32,
 ) -> None:
-    """Run the REST service under gunicorn; configuration by OPTSCHED_* environment variables (see the README, REST service)."""
+    """Run the REST service under waitress; configuration by OPTSCHED_* environment variables (see the README, REST service)."""
     from optsched.service.settings import ConfigError
     from api.serve import serve
 
@@ -216,7 +228,7 @@ def night_command(
     hours: Annotated[float, typer.Option("--hours", help="Length of the night in hours.")],
     out: Annotated[Path, typer.Option("--out", help="Output directory (replaced as a whole, atomically).")],
     preempt: Annotated[bool, typer.Option("--preempt", help="Let due jobs displace lower-priority running jobs.")] = False,
-    restart_hours: Annotated[float, typer.Option("--restart-hours", help="Restart cost of a preempted job, hours.")] = 0.1,
+    restart_hours: Annotated[float, typer.Option("--restart-hours", help="Restart cost in hours of jobs whose queue sets none (preemption, move, failure).")] = 0.1,
     time_limit: Annotated[Optional[float], typer.Option("--time-limit", min=0.001, help="Seconds per event's solve.")] = None,
 ) -> None:
     """Plan the night's queue as a timeline; exit 0 if every hard deadline is met, 1 if not, 2 for invalid input."""
@@ -229,17 +241,23 @@ def night_command(
     from optsched.service.outputs import write_night_outputs
 
     started = time.monotonic()
-    columns = (TextColumn("planning the night"), BarColumn(), MofNCompleteColumn(), TextColumn("jobs done, at +{task.fields[t]:.2f} h"), TimeElapsedColumn())
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("jobs done, at +{task.fields[t]:.2f} h"), TimeElapsedColumn())
     try:
-        with Progress(*columns, console=stderr, transient=True) as bar:
-            task = bar.add_task("night", total=None, t=0.0)
+        # On a terminal only (piped: nothing extra), and until the last file is written.
+        with Progress(*columns, console=stderr, transient=True, disable=not stderr.is_terminal,
+                      redirect_stdout=False) as bar:
+            task = bar.add_task("planning the night", total=None, t=0.0)
 
             def progress(p) -> None:
                 bar.update(task, total=p.jobs_total, completed=p.jobs_finished, t=p.t_hours)
 
             result = plan_night(queue, start=start, hours=hours, preempt=preempt, restart_hours=restart_hours,
                                 time_limit_s=time_limit, progress=progress)
-        write_night_outputs(result, out)
+            bar.update(task, description=f"writing {escape(str(out))}/ (timeline, segments, summary, charts)",
+                       total=result.summary.jobs, completed=len(result.summary.finished_jobs_by_end_of_night),
+                       t=result.summary.makespan_hours)
+            write_night_outputs(result, out)
     except InvalidWorkload as exc:
         _print_invalid(exc)
         raise typer.Exit(EXIT_INVALID)
@@ -270,14 +288,22 @@ def worker_command(
         Optional[int], typer.Option("--concurrency", "-c", min=1, help="RQ worker processes (default: one per core).")
     ] = None,
     burst: Annotated[bool, typer.Option("--burst", help="Exit once the queue is empty.")] = False,
+    spool_dir: Annotated[Path, typer.Option(
+        "--spool-dir", envvar="OPTSCHED_SPOOL_DIR",
+        help="Where answers the database did not take are kept until it does (replayed at the next start too).",
+    )] = Path("var/spool"),
+    result_retry_s: Annotated[float, typer.Option(
+        "--result-retry-s", envvar="OPTSCHED_RESULT_RETRY_S", min=0.0, max=50.0,
+        help="Seconds a finished solve retries writing its answer while the database does not answer, before "
+        "spooling it.",
+    )] = 30.0,
 ) -> None:
     """Solve on RQ workers: take solves from OPTSCHED_QUEUE_URL, write results to OPTSCHED_DATABASE_URL."""
     import logging
     import os
 
     from optsched.service.settings import ConfigError, load_settings
-    from optsched.infra.rq import configure, redacted, run_workers
-    from optsched.infra.store import PlanStore
+    from optsched.infra.rq import configure, open_store, redacted, run_workers
     from optsched.service.kinds import RUNNER
 
     try:
@@ -290,9 +316,9 @@ def worker_command(
                      "(redis://host:6379/0)", highlight=False)
         raise typer.Exit(EXIT_INVALID)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s")
-    ctx = configure(PlanStore(settings["DATABASE_URL"]), settings["QUEUE_URL"], runner=RUNNER, queue_name=settings["QUEUE_NAME"],
-                    grace_s=settings["SOLVE_GRACE_S"], lease_s=settings["LEASE_S"],
-                    solver_threads=settings["SOLVER_THREADS"])
+    ctx = configure(open_store(settings["DATABASE_URL"]), settings["QUEUE_URL"], runner=RUNNER,
+                    queue_name=settings["QUEUE_NAME"], grace_s=settings["SOLVE_GRACE_S"], lease_s=settings["LEASE_S"],
+                    solver_threads=settings["SOLVER_THREADS"], spool_dir=spool_dir, result_retry_s=result_retry_s)
     n = concurrency or os.cpu_count() or 1
     stderr.print(f"optsched worker: {n} process(es) on queue {settings['QUEUE_NAME']!r} at "
                  f"{redacted(settings['QUEUE_URL'])}", highlight=False)
@@ -373,6 +399,32 @@ def batch_command(
         raise typer.Exit(EXIT_PLAN)
     raise typer.Exit(EXIT_PLAN if result.complete and result.all_feasible else EXIT_NO_PLAN)
 
+@contextmanager
+def _live_progress():
+    """On a terminal, a live line on stderr while the planner works (elapsed, incumbent, bound, gap); the
+    `progress` callback to pass to optsched.plan. Piped or redirected: no callback and nothing printed."""
+    if not stderr.is_terminal:
+        yield None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (SpinnerColumn(), TextColumn("planning"), TimeElapsedColumn(), TextColumn("{task.description}"))
+    with Progress(*columns, console=stderr, transient=True) as bar:
+        task = bar.add_task("looking for a first plan")
+
+        def progress(seconds: float, incumbent: float | None, bound: float | None) -> None:
+            parts = [f"at {seconds:.1f} s"]
+            if incumbent is not None:
+                parts.append(f"incumbent {incumbent:,.6g}")
+            if bound is not None:
+                parts.append(f"bound {bound:,.6g}")
+            if incumbent is not None and bound is not None:
+                parts.append(f"gap {abs(bound - incumbent) / max(abs(incumbent), 1e-9):.2%}")
+            bar.update(task, description=", ".join(parts))
+
+        yield progress
+
+
 def _valid_or_exit(run, *args, **kwargs):
     """Call the Python API; invalid input ends the command with every problem on stderr and exit code 2."""
     try:
@@ -404,7 +456,13 @@ def _write_atomically(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+# Below this many columns the jobs are listed one block each instead of as a table.
+TABLE_MIN_WIDTH = 90
+
+
 def print_plan_table(plan: Plan, console: Console) -> None:
+    """The plan for people, fitted to the console's width: ids and device lists wrap (folded mid-word when they
+    must), never cut; on a narrow console each job is a block of lines."""
     gap = "-" if plan.gap is None else f"{plan.gap:.2%}"
     objective = "-" if plan.objective is None else f"{plan.objective:,.4g}"
     console.print(
@@ -412,24 +470,45 @@ def print_plan_table(plan: Plan, console: Console) -> None:
         f"(gap {gap}), power {plan.power_w:,.0f} W, solved in {plan.solve_seconds:.2f} s",
         highlight=False,
     )
-    jobs = Table("job", "priority", "admitted", "speedup", "runtime h", "deadline h", "met", "devices (count x cap W)")
-    for p in plan.placements:
-        jobs.add_row(
-            escape(p.job),
-            p.priority,
-            "yes" if p.admitted else "no",
-            f"{p.speedup:.3f}" if p.admitted else "-",
-            f"{p.runtime_hours:.2f}" if p.runtime_hours is not None else "-",
-            f"{p.deadline_hours:g}" if p.deadline_hours is not None else "-",
-            {True: "yes", False: "NO", None: "-"}[p.meets_deadline],
-            escape(", ".join(f"{a.device} {a.count}x{a.cap_w:g}W" for a in p.allocations)) or "-",
-        )
-    console.print(jobs)
+    rows = [_placement_cells(p) for p in plan.placements]
+    if console.width >= TABLE_MIN_WIDTH:
+        jobs = Table()
+        jobs.add_column("job", overflow="fold", ratio=3, min_width=12)
+        jobs.add_column("priority", no_wrap=True)
+        for name in ("speedup", "runtime h", "deadline h"):
+            jobs.add_column(name, justify="right", no_wrap=True)
+        jobs.add_column("met", no_wrap=True)
+        jobs.add_column("devices (count x cap W)", overflow="fold", ratio=2, min_width=14)
+        for job, priority, speedup, runtime, deadline, met, devices in rows:
+            jobs.add_row(escape(job), priority, speedup, runtime, deadline, met, escape("\n".join(devices)))
+        console.print(jobs)
+    else:
+        for job, priority, speedup, runtime, deadline, met, devices in rows:
+            console.print(f"[bold]{escape(job)}[/]", overflow="fold", highlight=False)
+            facts = [priority] + ([f"speedup {speedup}", f"runtime {runtime} h"] if speedup != "-" else [])
+            facts += [f"deadline {deadline} h, met {met}"] if deadline != "-" else []
+            console.print("  " + ", ".join(facts), overflow="fold", highlight=False, markup=False)
+            for line in devices:
+                console.print(f"    {line}", overflow="fold", highlight=False, markup=False)
     power = Table("power scope", "drawn W", "budget W")
+    power.columns[0].overflow = "fold"
     power.add_row("fleet", f"{plan.power_w:,.0f}", _watts(plan.budget_w))
     for domain, watts in plan.power_by_domain.items():
         power.add_row(escape(domain), f"{watts:,.0f}", _watts(plan.budget_by_domain.get(domain)))
     console.print(power)
+
+
+def _placement_cells(p) -> tuple[str, str, str, str, str, str, list[str]]:
+    """job, priority, speedup, runtime, deadline, met, and one line per allocation ("not admitted" without any)."""
+    return (
+        p.job,
+        p.priority,
+        f"{p.speedup:.3f}" if p.admitted else "-",
+        f"{p.runtime_hours:.2f}" if p.runtime_hours is not None else "-",
+        f"{p.deadline_hours:g}" if p.deadline_hours is not None else "-",
+        {True: "yes", False: "NO", None: "-"}[p.meets_deadline],
+        [f"{a.device} {a.count}x{a.cap_w:g}W" for a in p.allocations] or ["not admitted"],
+    )
 
 
 def _watts(value: float | None) -> str:

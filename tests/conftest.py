@@ -31,3 +31,18 @@ def plan_checked(workload, **kwargs) -> optsched.Plan:
 @pytest.fixture
 def checked():
     return plan_checked
+
+
+# The full suite is `make test` (CI); `make test-fast` (-m "not slow") is the inner loop, under a minute on 2 cores.
+# Slow: real servers and worker processes, crash and load tests, the browser, and the larger planner runs.
+SLOW_PARTS = ("tests/reliability/", "tests/scale/", "tests/api/test_api_server.py", "tests/api/test_api_browser.py",
+              "tests/api/test_api_jobs.py", "tests/api/test_api_kinds.py", "tests/night/", "tests/test_time_limit.py",
+              "tests/test_frontier.py", "tests/test_properties.py", "tests/queueing/test_queueing_simulation.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    root = str(config.rootpath) + "/"
+    for item in items:
+        where = str(item.path).removeprefix(root)
+        if where.startswith(SLOW_PARTS):
+            item.add_marker(pytest.mark.slow)

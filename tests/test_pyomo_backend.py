@@ -94,7 +94,8 @@ def test_values_are_aligned_with_columns():
     result = via_pyomo.solve(wall_deadline=time.monotonic() + 20, mip_gap=1e-9)
     for name in ("n", "h", "a", "S", "R", "s_host"):
         for key, var in getattr(via_pyomo.model, name).items():
-            assert result.values[via_pyomo.column(name, key)] == pytest.approx(var.value if var.value is not None else 0.0)
+            expected = var.value if var.value is not None else var.lb
+            assert result.values[via_pyomo.column(name, key)] == pytest.approx(expected)
 
 
 def test_every_termination_condition_is_mapped(caplog):

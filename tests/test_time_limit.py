@@ -18,3 +18,64 @@ def test_two_second_limit_returns_the_best_plan_found_by_about_three_seconds():
     assert elapsed <= 3.5, elapsed
     assert result.status == Status.time_limit
     assert result.gap is not None and result.gap > 0 and result.bound >= result.objective
+
+
+class _StuckHighs:
+    """Stands in for a highspy.Highs whose solve ignores both its time limit and the interrupt."""
+
+    class _Callbacks(list):
+        def __iadd__(self, fn):
+            self.append(fn)
+            return self
+
+        def __isub__(self, fn):
+            self.remove(fn)
+            return self
+
+    def __init__(self):
+        self.cbMipImprovingSolution = self._Callbacks()
+        self.cbMipInterrupt = self._Callbacks()
+        self.cancelled = False
+
+    def setOptionValue(self, name, value):
+        pass
+
+    def getNumCol(self):
+        return 3
+
+    def startSolve(self):
+        pass
+
+    def wait(self, timeout=-1.0):
+        time.sleep(max(0.0, timeout))
+        return False, None
+
+    def cancelSolve(self):
+        self.cancelled = True
+
+
+def test_a_solver_that_ignores_its_interrupt_is_abandoned_within_a_bounded_wait():
+    from optsched.solve import highs
+
+    stuck = _StuckHighs()
+    start = time.monotonic()
+    result = highs.run_highs(stuck, wall_deadline=time.monotonic() + 0.5, mip_gap=0.01)
+    elapsed = time.monotonic() - start
+    assert stuck.cancelled
+    assert result.abandoned and result.outcome == highs.Outcome.limit_without_solution
+    assert elapsed <= 0.5 + highs.WATCHDOG_GRACE_S + highs.CANCEL_WAIT_S + 1.0, elapsed
+    highs._abandoned.remove(stuck)  # not a real solver: nothing to wait for at exit
+
+
+def test_large_workload_returns_its_best_plan_within_the_limit():
+    # 1,000 jobs on 32 groups in racks, asked for 4 s: the constructive first plan comes in well under a second,
+    # so whatever the solver manages, a verified plan comes back with status time_limit (or optimal) in time.
+    from optsched.testing.instances import generate_racks
+
+    workload = generate_racks("L", 0, options={"time_limit_s": 4.0})
+    start = time.monotonic()
+    result = plan_checked(workload)
+    elapsed = time.monotonic() - start
+    assert elapsed <= 4.0 * 1.5 + 2.0, elapsed
+    assert result.status in (Status.time_limit, Status.optimal)
+    assert result.objective > 0 and result.bound is not None and result.gap is not None

@@ -1,6 +1,6 @@
 """Baselines an optimiser must beat: placement rules (one instant) and night-queue rules (a timeline)."""
 
 from optsched.baselines.night import NIGHT_BASELINES, easy, edf, fifo
-from optsched.baselines.placement import BASELINES, greedy, greedy_power, lp_round
+from optsched.baselines.placement import BASELINES, deadline_greedy, greedy, greedy_power, lp_round
 
-__all__ = ["BASELINES", "NIGHT_BASELINES", "easy", "edf", "fifo", "greedy", "greedy_power", "lp_round"]
+__all__ = ["BASELINES", "NIGHT_BASELINES", "deadline_greedy", "easy", "edf", "fifo", "greedy", "greedy_power", "lp_round"]

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from optsched.night.engine import Decision, ProgressCallback, View, simulate
-from optsched.schema.tolerances import TIME_TOL_HOURS
 from optsched.night.fleet import Use, Uses
 from optsched.night.milp import night_warnings, validate_night
 from optsched.schema.night import NightPlan, NightQueue
+from optsched.schema.tolerances import TIME_TOL_HOURS
 from optsched.schema.workload import PRIORITY_WEIGHT, Workload
 
 Source = NightQueue | Workload | Mapping[str, Any] | str | Path
@@ -127,7 +127,7 @@ class EasyPolicy(ListPolicy):
         free = list(view.free)
         reservation: tuple[float, list[int]] | None = None  # (shadow time, devices per group the head leaves over)
         for j in sorted(view.ready, key=lambda j: self.order(view, j)):
-            want = request(view, j)
+            want = self._fitting(view, j, request(view, j))
             placed = self._place(view, j, view.restart_of(j), free, uses, ends, exactly=want)
             if placed is None:
                 if reservation is None:
@@ -144,6 +144,22 @@ class EasyPolicy(ListPolicy):
             for u in candidate:
                 free[u.group] -= u.count
         return Decision(uses)
+
+    @staticmethod
+    def _fitting(view: View, j: int, want: int) -> int:
+        """At most `want`, as many as alone at maximum cap fit the domain budgets and the highest global budget
+        still to come (else min_devices): a request no budget can ever hold would block the queue for good."""
+        fleet = view.fleet
+        budgets = [fleet.budget_at(view.t), *(b for _, b in fleet.future_budgets(view.t))]
+        highest = None if any(b is None for b in budgets) else max(budgets)
+        up = list(view.up) if view.up else [g.count for g in fleet.queue.devices]
+        for k in range(want, fleet.jobs[j].min_devices, -1):
+            total, by_domain = fleet.power([_fastest(view, j, up, k)])
+            if (highest is None or total <= highest + 1e-9) and all(
+                by_domain.get(d, 0.0) <= b + 1e-9 for d, b in fleet.queue.power.domains.items()
+            ):
+                return k
+        return fleet.jobs[j].min_devices
 
     def _reserve(self, view: View, j: int, want: int, free, uses, ends) -> tuple[float, list[int]] | None:
         """The earliest instant (now or a running job's expected end) at which job j's `want` fastest free devices

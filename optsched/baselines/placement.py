@@ -4,6 +4,9 @@
   it meets its deadline or reaches max_devices, within capacity and budgets.
 - `greedy_power`: the same, but a device that does not fit the budget at maximum cap tries the lower caps.
 - `lp_round`: the LP relaxation of our model (with tightened tangent cuts), rounded down and repaired.
+- `deadline_greedy`: deadline- and budget-aware: must-run jobs tightest deadline first, each at the allocation
+  that meets its deadline with the least extra power, then leftover devices and watts by weighted speedup per
+  watt (optsched.solve.construct, which is also the planner's first plan).
 
 Their pieces live in optsched.solve.heuristics, which the planner also uses to warm-start the MILP.
 """
@@ -12,11 +15,12 @@ from __future__ import annotations
 
 import time
 
-from optsched.solve.extract import Counts, empty_plan, extract
+from optsched.solve.extract import Counts, empty_plan, extract, used_by_job
 from optsched.model.data import ModelData
 from optsched.solve.backends import build_model
-from optsched.solve.heuristics import FreeCapacity, greedy_counts, job_satisfied, round_and_repair
-from optsched.solve.planner import primary_bound, tighten_relaxation
+from optsched.solve.construct import construct
+from optsched.solve.heuristics import FreeCapacity, greedy_counts, round_and_repair
+from optsched.solve.planner import primary_bound, satisfied, tighten_relaxation
 from optsched.model.objectives import OBJECTIVES
 from optsched.schema.plan import Plan, Status
 from optsched.schema.workload import Workload, workload_warnings
@@ -38,7 +42,8 @@ def _baseline_plan(workload: Workload, name: str, make_counts) -> Plan:
     counts = make_counts(data)
     must = data.must_run
     warnings = tuple(workload_warnings(workload))
-    missing = [data.jobs[j].id for j in must if not job_satisfied(data, j, counts)]
+    by_job = used_by_job(data, counts)
+    missing = [data.jobs[j].id for j in must if not satisfied(data, j, by_job[j])]
     if missing or not FreeCapacity(data).within_budgets:
         reason = f"{name} could not place the must-run jobs {missing}" if missing else f"{name}: idle draw over budget"
         return empty_plan(data, Status.infeasible, (reason,), warnings, started, rounds=0)
@@ -66,4 +71,9 @@ def lp_round(workload, time_limit_s: float = 30.0) -> Plan:
     return _baseline_plan(w, "lp_round", counts)
 
 
-BASELINES = {"greedy": greedy, "greedy_power": greedy_power, "lp_round": lp_round}
+def deadline_greedy(workload) -> Plan:
+    """Tightest deadline first at the least power that meets it, then the most weighted speedup per watt."""
+    return _baseline_plan(Workload.load(workload), "deadline_greedy", construct)
+
+
+BASELINES = {"greedy": greedy, "greedy_power": greedy_power, "lp_round": lp_round, "deadline_greedy": deadline_greedy}

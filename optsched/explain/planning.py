@@ -10,7 +10,7 @@ from optsched.explain.suggestions import suggest_changes
 from optsched.model.constraints import ExtraFunctionality
 from optsched.schema.plan import Plan, Status
 from optsched.schema.workload import Workload
-from optsched.solve.planner import Progress, WorkloadSource, solve_workload
+from optsched.solve.planner import OnIncumbent, Progress, WorkloadSource, solve_workload
 
 # The elastic MILP behind the suggestions of an infeasible plan gets at most this long.
 SUGGESTION_TIME_LIMIT_S = 20.0
@@ -26,19 +26,22 @@ def plan(
     extra_functionality: ExtraFunctionality | None = None,
     warm_start: Mapping[str, Mapping[tuple[str, float], int]] | None = None,
     progress: Progress | None = None,
+    on_incumbent: OnIncumbent | None = None,
 ) -> Plan:
     """Plan a workload (object, dict, JSON path or JSON text). Raises InvalidWorkload; never mutates the input.
 
     `backend` is "highs" (the matrix straight to highspy) or "pyomo" (Pyomo's persistent interface); both build
     the same rows. `warm_start` maps job id -> {(device id, cap_w): count}, e.g. a baseline's allocations.
-    `progress(seconds, incumbent, bound)` is called whenever the best plan or the bound improves. An infeasible
+    `progress(seconds, incumbent, bound)` is called whenever the best plan or the bound improves;
+    `on_incumbent(plan)` receives improved plans while solving (status `time_limit`, with bound and gap; at most one
+    every 0.5 s, and always the last; see optsched.solve.planner.solve_workload). An infeasible
     plan carries `diagnosis` (why) and `suggestions` (what to change).
     """
     started = time.monotonic()
     workload = Workload.load(source)
     result = solve_workload(
         workload, time_limit_s=time_limit_s, mip_gap=mip_gap, threads=threads, backend=backend,
-        extra_functionality=extra_functionality, warm_start=warm_start, progress=progress,
+        extra_functionality=extra_functionality, warm_start=warm_start, progress=progress, on_incumbent=on_incumbent,
     )
     if result.status is not Status.infeasible:
         return result

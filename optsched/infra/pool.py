@@ -32,7 +32,7 @@ from multiprocessing.connection import wait as wait_for_connections
 from typing import Any, Callable
 
 from optsched.schema.errors import OptschedError
-from optsched.infra.store import MAX_ATTEMPTS, PlanRecord, PlanState, PlanStore, ResourceKind
+from optsched.infra.store import DATABASE_OUTAGES, MAX_ATTEMPTS, PlanRecord, PlanState, PlanStore, ResourceKind
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,43 @@ SWEEP_INTERVAL_S = 15.0
 STALE_CLAIM_SLACK_S = 60.0
 # Seconds a freshly started worker may take to import the planner before it is replaced.
 WORKER_START_TIMEOUT_S = 60.0
+# Waits between retries while a dependency (the database, Redis) does not answer: doubling from the first, capped.
+BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.25, 5.0
+
+
+def backoff_s(retry: int) -> float:
+    """Seconds to wait before retry number `retry` (0-based) of a call to a dependency that does not answer."""
+    return min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** min(retry, 16))
+
+
+class Availability:
+    """Whether a dependency answers, as one process sees it: logs one line when it stops answering and one when
+    it answers again (with how long it was away), not one per failed call."""
+
+    def __init__(self, what: str, logger: logging.Logger | None = None):
+        self.what = what
+        self.log = logger or log
+        self.down_since: float | None = None
+
+    @property
+    def down(self) -> bool:
+        return self.down_since is not None
+
+    def failed(self, exc: BaseException, doing: str = "") -> None:
+        if self.down_since is None:
+            self.down_since = time.monotonic()
+            self.log.warning("%s does not answer%s (%s: %s); retrying with backoff", self.what,
+                             f" ({doing})" if doing else "", type(exc).__name__, _first_line(exc))
+
+    def ok(self) -> None:
+        if self.down_since is not None:
+            self.log.warning("%s answers again (after %.1f s)", self.what, time.monotonic() - self.down_since)
+            self.down_since = None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
 
 
 
@@ -104,13 +141,25 @@ class SolveQueue(abc.ABC):
         """Whether solves are being taken from the queue."""
         return True
 
+    def unready_reason(self) -> str | None:
+        """Why solves are not being taken (for /readyz), naming the dependency that fails; None when they are."""
+        return None if self.healthy() else "the solve dispatcher is not running"
+
     def wait(self, plan_id: str, timeout_s: float) -> PlanRecord | None:
-        """The record once final or after `timeout_s`, whichever comes first (this default polls the store)."""
+        """The record once final or after `timeout_s`, whichever comes first (this default polls the store).
+        While the database does not answer it keeps trying until `timeout_s`, then returns the last record it read
+        (None if none): the plan was accepted, and a wait must not turn that into an error."""
         deadline = time.monotonic() + timeout_s
+        record = None
         while True:
-            record = self.store.get(plan_id)
+            try:
+                record = self.store.get(plan_id)
+                if record is None or record.status.final:
+                    return record
+            except DATABASE_OUTAGES:
+                pass
             remaining = deadline - time.monotonic()
-            if record is None or record.status.final or remaining <= 0:
+            if remaining <= 0:
                 return record
             time.sleep(min(0.05, remaining))
 
@@ -123,6 +172,22 @@ class Runner:
 
     solve: SolveFunction
     budget_s: Callable[[PlanRecord], float]
+
+
+# Where a solve in this process sends each improved plan while it runs: set by the queue around each task
+# (the process pool's worker sends it to the dispatcher, an RQ horse writes it to the store).
+_incumbent_sink: Callable[[dict[str, Any]], None] | None = None
+
+
+def report_incumbent(document: dict[str, Any]) -> None:
+    """A running solve's best plan so far (a plan document); recorded on its row while it is still solving."""
+    if _incumbent_sink is not None:
+        _incumbent_sink(document)
+
+
+def set_incumbent_sink(sink: Callable[[dict[str, Any]], None] | None) -> None:
+    global _incumbent_sink
+    _incumbent_sink = sink
 
 
 def record_outcome(store: PlanStore, plan_id: str, attempt: int, outcome: str, payload: Any) -> PlanState | None:
@@ -197,6 +262,11 @@ class ProcessPool(SolveQueue):
         self._next_spawn = 0.0
         self._next_sweep = 0.0
         self.spawned = 0  # worker processes started so far
+        # Answers the store did not take (the database did not answer): written again until it does.
+        self._unrecorded: list[tuple[str, int, str, Any]] = []
+        self._next_flush = 0.0
+        self._flush_retries = 0
+        self._database = Availability("the database", log)
 
     # -- the interface ---------------------------------------------------------------------------------
 
@@ -226,6 +296,9 @@ class ProcessPool(SolveQueue):
                 if w.plan_id is not None:
                     self.store.requeue(w.plan_id, w.attempt)
                 self._discard(w, kill=w.plan_id is not None)
+            if self._unrecorded:
+                log.warning("stopping with %d solve result(s) the database did not take; those plans are solved "
+                            "again at the next start", len(self._unrecorded))
             atexit.unregister(self.stop)
         self._wake_r.close()
         self._wake_w.close()
@@ -266,6 +339,8 @@ class ProcessPool(SolveQueue):
                 return record
             waiters.event.wait(timeout_s)
             return self.store.get(plan_id)
+        except DATABASE_OUTAGES:
+            return None  # accepted all the same: the caller answers with the record it has
         finally:
             with self._lock:
                 waiters.count -= 1
@@ -279,15 +354,22 @@ class ProcessPool(SolveQueue):
     # -- the dispatcher thread ----------------------------------------------------------------------------
 
     def _run(self) -> None:
+        retries = 0
         while not self._stopping.is_set():
             try:
                 self._step()
+                retries = 0
+            except DATABASE_OUTAGES as exc:
+                self._database.failed(exc, "solve dispatcher")
+                time.sleep(backoff_s(retries))
+                retries += 1
             except Exception:  # noqa: BLE001 - the dispatcher must outlive any one bad step
                 log.exception("solve dispatcher step failed; continuing")
                 time.sleep(0.5)
 
     def _step(self) -> None:
         self._spawn_missing()
+        self._flush_unrecorded()
         self._dispatch()
         by_connection = {w.conn: w for w in self._workers}
         for conn in wait_for_connections([*by_connection, self._wake_r], self._next_timeout()):
@@ -350,7 +432,12 @@ class ProcessPool(SolveQueue):
                 if not self._queue:
                     return None
                 plan_id = self._queue.popleft()
-            record = self.store.claim(plan_id)  # None: cancelled meanwhile, or a duplicate entry
+            try:
+                record = self.store.claim(plan_id)  # None: cancelled meanwhile, or a duplicate entry
+            except DATABASE_OUTAGES:
+                with self._lock:
+                    self._queue.appendleft(plan_id)
+                raise
             if record is not None:
                 return record
 
@@ -358,12 +445,20 @@ class ProcessPool(SolveQueue):
         if message[0] == "ready":
             w.ready = True
             return
+        if message[0] == "incumbent":
+            _, plan_id, document = message
+            if plan_id == w.plan_id:
+                try:
+                    self.store.record_incumbent(plan_id, w.attempt, document)
+                except DATABASE_OUTAGES as exc:  # an incumbent is a bonus: the final answer is kept until written
+                    self._database.failed(exc, "recording an incumbent")
+            return
         _, plan_id, outcome, payload = message
         if plan_id != w.plan_id:
             return
         self._solve_seconds.append(time.monotonic() - w.dispatched)
-        if record_outcome(self.store, plan_id, w.attempt, outcome, payload) is not None:
-            self._notify(plan_id)
+        self._unrecorded.append((plan_id, w.attempt, outcome, payload))
+        self._next_flush = 0.0
         w.plan_id, w.deadline = None, math.inf
         w.solves += 1
         if w.solves >= self.max_solves_per_worker:
@@ -397,6 +492,26 @@ class ProcessPool(SolveQueue):
         w.plan_id = None
         self._discard(w, kill=False)
 
+    def _flush_unrecorded(self) -> None:
+        """Write the answers the store has not taken yet, oldest first; while the database does not answer, keep
+        them (and retry with backoff): a database outage never costs a solve."""
+        if not self._unrecorded or time.monotonic() < self._next_flush:
+            return
+        while self._unrecorded:
+            plan_id, attempt, outcome, payload = self._unrecorded[0]
+            try:
+                state = record_outcome(self.store, plan_id, attempt, outcome, payload)
+            except DATABASE_OUTAGES as exc:
+                self._database.failed(exc, f"keeping {len(self._unrecorded)} solve result(s) until it answers")
+                self._next_flush = time.monotonic() + backoff_s(self._flush_retries)
+                self._flush_retries += 1
+                return
+            self._unrecorded.pop(0)
+            self._database.ok()
+            self._flush_retries = 0
+            if state is not None:
+                self._notify(plan_id)
+
     def _apply_cancels(self) -> None:
         with self._lock:
             requests, self._cancel_requests = self._cancel_requests, set()
@@ -417,13 +532,10 @@ class ProcessPool(SolveQueue):
                 w.time_limit_s,
                 self.grace_s,
             )
-            self._finish(
-                w.plan_id,
-                w.attempt,
-                PlanState.no_solution,
-                error=f"the solve overran its time limit of {w.time_limit_s:g} s by more than the "
-                f"{self.grace_s:g} s grace period and was stopped",
-            )
+            error = (f"the solve overran its time limit of {w.time_limit_s:g} s by more than the "
+                     f"{self.grace_s:g} s grace period and was stopped")
+            if self.store.finish_overrun(w.plan_id, w.attempt, error) is not None:
+                self._notify(w.plan_id)
             w.plan_id = None
             self._discard(w, kill=True)
 
@@ -434,6 +546,7 @@ class ProcessPool(SolveQueue):
             return
         self._next_sweep = now + SWEEP_INTERVAL_S
         in_flight = {w.plan_id for w in self._workers if w.plan_id is not None}
+        in_flight |= {plan_id for plan_id, *_ in self._unrecorded}
         with self._lock:
             known = set(self._queue) | in_flight
         orphans = [pid for pid in self.store.ids_with_state(PlanState.queued) if pid not in known]
@@ -480,6 +593,8 @@ class ProcessPool(SolveQueue):
     def _next_timeout(self) -> float:
         now = time.monotonic()
         deadlines = [w.deadline for w in self._workers if w.plan_id is not None]
+        if self._unrecorded:
+            deadlines.append(self._next_flush)
         soonest = min([*deadlines, self._next_sweep, now + 1.0])
         return max(0.0, soonest - now)
 
@@ -516,7 +631,11 @@ def _worker_main(conn: Connection, parent_pid: int, solve: SolveFunction) -> Non
         if message is None:
             return
         _, plan_id, task = message
-        outcome, payload = solve(task)
+        set_incumbent_sink(lambda document: conn.send(("incumbent", plan_id, document)))
+        try:
+            outcome, payload = solve(task)
+        finally:
+            set_incumbent_sink(None)
         try:
             conn.send(("result", plan_id, outcome, payload))
         except (BrokenPipeError, OSError):

@@ -11,12 +11,13 @@ overwrite a newer claim of the same plan.
 
 from __future__ import annotations
 
-import base64
-import binascii
+import logging
 import os
+import re
+import stat
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Iterable
@@ -34,7 +35,8 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from optsched.infra.migrations import upgrade
 from optsched.infra.tables import DEFAULT_DATABASE_URL, ResourceKind, metadata, plans  # noqa: F401 - re-exported
@@ -42,8 +44,13 @@ from optsched.schema.errors import OptschedError
 from optsched.schema.night import NightStatus
 from optsched.schema.plan import Status
 
+log = logging.getLogger(__name__)
+
 # A plan whose solve was interrupted this many times (server or worker died) is marked failed, not retried.
 MAX_ATTEMPTS = 3
+# What the store raises when the database does not answer (down, refusing connections, connections cut, pool
+# exhausted): an outage of a dependency, not a bug. The API answers 503 and workers retry (optsched.infra.rq).
+DATABASE_OUTAGES: tuple[type[Exception], ...] = (OperationalError, InterfaceError, PoolTimeout)
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
 
@@ -84,6 +91,8 @@ RESULT_STATES: dict[ResourceKind, tuple[PlanState, ...]] = {
     ResourceKind.plan: tuple(state_of(s) for s in Status),
     ResourceKind.night: tuple(state_of(s) for s in NightStatus),
     ResourceKind.frontier: (PlanState.done, PlanState.infeasible),
+    ResourceKind.queueing: (PlanState.done, PlanState.infeasible),
+    ResourceKind.replan: tuple(state_of(s) for s in Status),
 }
 
 
@@ -313,8 +322,24 @@ class PlanStore:
         return self._update_claim(plan_id, attempt, status=state.value, plan=plan, error=error, finished_at=_now())
 
     def requeue(self, plan_id: str, attempt: int) -> bool:
-        """solving -> queued for the claim `attempt` (its worker stopped before answering)."""
-        return self._update_claim(plan_id, attempt, status=PlanState.queued.value, started_at=None)
+        """solving -> queued for the claim `attempt` (its worker stopped before answering); its incumbent goes."""
+        return self._update_claim(plan_id, attempt, status=PlanState.queued.value, started_at=None, plan=None)
+
+    def record_incumbent(self, plan_id: str, attempt: int, plan: dict[str, Any]) -> bool:
+        """While solving under the claim `attempt`, keep the best plan so far (the row stays `solving`)."""
+        return self._update_claim(plan_id, attempt, plan=plan)
+
+    def finish_overrun(self, plan_id: str, attempt: int, error: str) -> PlanState | None:
+        """End a claim whose solve overran and was stopped: `time_limit` with its last incumbent when it reported
+        one (the plan is kept, not thrown away), else `no_solution`; None when the claim was no longer current."""
+        record = self.get(plan_id)
+        if record is None or record.status != PlanState.solving or record.attempts != attempt:
+            return None
+        if record.plan is not None:
+            document = {**record.plan, "status": PlanState.time_limit.value}
+            done = self.finish(plan_id, attempt, PlanState.time_limit, plan=document, error=error)
+            return PlanState.time_limit if done else None
+        return PlanState.no_solution if self.finish(plan_id, attempt, PlanState.no_solution, error=error) else None
 
     def _update_claim(self, plan_id: str, attempt: int, **values: Any) -> bool:
         """One transaction that changes a row only while it is still solving under the claim `attempt`."""
@@ -379,21 +404,24 @@ class PlanStore:
             return [PlanRecord.from_row(r) for r in rows]
 
 
+# A page cursor: the last record's submission time in microseconds since the epoch (UTC) and its id. Any text of
+# this shape is a valid position (the page after it), so a well-formed cursor never fails; others are rejected.
+CURSOR_PATTERN = r"^[0-9]{1,16}-[0-9a-f]{32}$"
+_CURSOR = re.compile(CURSOR_PATTERN.removeprefix("^").removesuffix("$"))
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def _encode_cursor(record: PlanRecord) -> str:
-    raw = f"{record.submitted_at.isoformat()}|{record.id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    at = record.submitted_at if record.submitted_at.tzinfo is not None else record.submitted_at.replace(tzinfo=UTC)
+    micros = (at - _EPOCH) // timedelta(microseconds=1)
+    return f"{micros}-{record.id}"
 
 
 def _decode_cursor(cursor: str) -> tuple[datetime, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        at, plan_id = raw.split("|")
-        when = datetime.fromisoformat(at)
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise InvalidCursor("cursor is not one this service returned; list again without a cursor") from None
-    if when.tzinfo is None:
+    if not isinstance(cursor, str) or _CURSOR.fullmatch(cursor) is None:
         raise InvalidCursor("cursor is not one this service returned; list again without a cursor")
-    return when, plan_id
+    micros, plan_id = cursor.split("-")
+    return _EPOCH + timedelta(microseconds=int(micros)), plan_id  # at most 16 digits: about year 2286, no overflow
 
 
 def _create_engine(url: str) -> Engine:
@@ -401,7 +429,9 @@ def _create_engine(url: str) -> Engine:
     if parsed.drivername in ("postgresql", "postgres"):  # the driver optsched installs: psycopg 3
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(parsed, pool_pre_ping=True)
+        # A database host that stops answering is an outage within seconds (a 503, a worker's retry), never a hang.
+        connect_args = {"connect_timeout": 5} if parsed.get_backend_name() == "postgresql" else {}
+        return create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
     _create_private_file(parsed.database)
     engine = create_engine(url)
 
@@ -423,8 +453,28 @@ def _create_private_file(database: str | None) -> None:
     if not database or database == ":memory:" or database.startswith("file:"):
         return
     path = Path(database)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _private_folder(path.parent)
     try:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except FileExistsError:
         pass
+
+
+def _private_folder(folder: Path) -> None:
+    """Create the folder and each missing parent 0700 (whatever the umask: mkdir's mode only takes bits away);
+    an existing folder of ours that others may read is tightened to 0700 (never a sticky one such as /tmp)."""
+    missing = []
+    for parent in (folder, *folder.parents):
+        if parent.exists():
+            break
+        missing.append(parent)
+    for parent in reversed(missing):
+        try:
+            parent.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+    info = folder.stat()
+    if info.st_uid == os.getuid() and not info.st_mode & stat.S_ISVTX and info.st_mode & 0o077:
+        log.warning("tightening %s from %o to 700: the plan store's folder is private to its owner", folder,
+                    stat.S_IMODE(info.st_mode))
+        os.chmod(folder, 0o700)

@@ -16,6 +16,8 @@ class ResourceKind(StrEnum):
     plan = "plan"  # optsched.plan(workload)
     night = "night"  # optsched.plan_night(queue, **params)
     frontier = "frontier"  # optsched.frontier(workload, **params)
+    queueing = "queueing"  # optsched.queueing.analyze(study, **params)
+    replan = "replan"  # optsched.replan(workload, plan, change): the parent plan's id in params
 
 
 class _UtcDateTime(TypeDecorator):

@@ -16,6 +16,7 @@ from typing import Callable
 
 from optsched.model.amdahl import initial_tangent_points
 from optsched.model.builder import ModelBuilder as Builder, Term
+from optsched.schema.names import Family
 from optsched.model.expressions import budgets, groups_in, power_terms  # noqa: F401 - re-exported for the families' users
 from optsched.model.data import ModelData
 from optsched.model.objectives import OBJECTIVES, ExtraObjective
@@ -32,6 +33,7 @@ def add_variables(b: Builder, data: ModelData) -> None:
     hosts = [o.key for j in range(len(data.jobs)) if needs_host(data, j) for o in data.host_options(j)]
     b.add_variables("h", hosts, [0.0] * len(hosts), [1.0] * len(hosts), integer=True)
     jobs = list(range(len(data.jobs)))
+    # Family.must_run lives here, as the bound a[j] >= 1 of each must-run job (a row would only be presolved away).
     must = [1.0 if j in data.must_run else 0.0 for j in jobs]
     b.add_variables("a", jobs, must, [1.0] * len(jobs), integer=True)
     b.add_variables("S", jobs, [0.0] * len(jobs), [data.best_speedup(j) for j in jobs], integer=False)
@@ -46,11 +48,11 @@ def needs_host(data: ModelData, j: int) -> bool:
 
 def add_speed_definitions(b: Builder, data: ModelData) -> None:
     """R_j = sum_{g,l} s_jgl n[j,g,l] and s_host_j = sum_{g,l} s_jgl h[j,g,l]  (reference-device speed units)."""
-    b.add_rows("aggregate_speed", (
+    b.add_rows(Family.aggregate_speed, (
         (j, [("R", j, 1.0)] + [("n", o.key, -o.speed) for o in data.options_of_job[j]], 0.0, 0.0)
         for j in range(len(data.jobs))
     ))
-    b.add_rows("host_speed", (
+    b.add_rows(Family.host_speed, (
         (j, [("s_host", j, 1.0)] + [("h", o.key, -o.speed) for o in data.host_options(j)], 0.0, 0.0)
         for j in range(len(data.jobs)) if needs_host(data, j)
     ))
@@ -58,7 +60,7 @@ def add_speed_definitions(b: Builder, data: ModelData) -> None:
 
 def add_device_capacity(b: Builder, data: ModelData) -> None:
     """sum_{j,l} n[j,g,l] <= count_g  (devices)."""
-    b.add_rows("device_capacity", (
+    b.add_rows(Family.device_capacity, (
         (g, [("n", o.key, 1.0) for o in opts], -INF, float(data.groups[g].count))
         for g, opts in enumerate(data.options_of_group) if opts
     ))
@@ -74,17 +76,17 @@ def add_admission(b: Builder, data: ModelData) -> None:
             else:
                 yield j, devices + [("a", j, -float(data.max_devices(j)))], -INF, 0.0
 
-    b.add_rows("admission_min", rows("min"))
-    b.add_rows("admission_max", rows("max"))
+    b.add_rows(Family.admission_min, rows("min"))
+    b.add_rows(Family.admission_max, rows("max"))
 
 
 def add_serial_host(b: Builder, data: ModelData) -> None:
     """sum_{g,l} h[j,g,l] = a_j and h[j,g,l] <= n[j,g,l]: one allocated device carries the serial part."""
     jobs = [j for j in range(len(data.jobs)) if needs_host(data, j)]
-    b.add_rows("host_choice", (
+    b.add_rows(Family.host_choice, (
         (j, [("h", o.key, 1.0) for o in data.host_options(j)] + [("a", j, -1.0)], 0.0, 0.0) for j in jobs
     ))
-    b.add_rows("host_allocated", (
+    b.add_rows(Family.host_allocated, (
         (o.key, [("h", o.key, 1.0), ("n", o.key, -1.0)], -INF, 0.0) for j in jobs for o in data.host_options(j)
     ))
 
@@ -122,7 +124,7 @@ def add_tangent_cut(b: Builder, data: ModelData, j: int, t: float) -> bool:
         terms = [("S", j, 1.0), ("s_host", j, -1.0)]
     else:
         terms = [("S", j, 1.0), ("s_host", j, -((1 - t) ** 2) / (1 - p)), ("R", j, -(t**2) / p)]
-    b.add_rows("speedup_cut", [(key, terms, -INF, 0.0)])
+    b.add_rows(Family.speedup_cut, [(key, terms, -INF, 0.0)])
     return True
 
 
@@ -139,7 +141,7 @@ def add_deadlines(b: Builder, data: ModelData) -> None:
                 need = [("h", o.key, -data.deadline_coefficient(o)) for o in data.host_options(j)]
                 yield j, [("R", j, 1.0)] + need, 0.0, INF
 
-    b.add_rows("deadline", rows())
+    b.add_rows(Family.deadline, rows())
 
 
 def add_power_budgets(b: Builder, data: ModelData) -> None:
@@ -151,7 +153,7 @@ def add_power_budgets(b: Builder, data: ModelData) -> None:
             if terms:
                 yield ("*" if domain is None else domain), terms, -INF, limit - idle
 
-    b.add_rows("power_budget", rows())
+    b.add_rows(Family.power_budget, rows())
 
 
 def populate_model(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -15,9 +16,9 @@ from optsched.schema.workload import DeviceGroup, Job, PowerLevel, Workload
 MIN_DEADLINE_SLACK = 1e-9
 
 
-@dataclass(frozen=True, slots=True)
-class Option:
-    """Job j may take devices of group g at level l; `speed` already includes the job's speed_on factor."""
+class Option(NamedTuple):
+    """Job j may take devices of group g at level l; `speed` already includes the job's speed_on factor.
+    (A named tuple: a workload has up to millions of options, and tuples are the cheapest immutable records.)"""
 
     job: int
     group: int

@@ -1,7 +1,10 @@
-"""The nightly batch planner: the queue as a timeline, re-planned with the core MILP at every event."""
+"""The nightly batch planner: the queue as a timeline, planned event by event by candidate policies (the core
+MILP, completion-aware dispatch) through one engine, the best timeline kept."""
 
+from optsched.night.dispatch import DispatchPolicy
 from optsched.night.engine import Decision, Policy, Progress, View, simulate
-from optsched.night.milp import MilpPolicy, plan_night, validate_night
+from optsched.night.milp import MilpPolicy, validate_night
+from optsched.night.planner import plan_night
 from optsched.schema.night import (
     JobTimeline,
     NightEvent,
@@ -14,6 +17,7 @@ from optsched.schema.night import (
 
 __all__ = [
     "Decision",
+    "DispatchPolicy",
     "JobTimeline",
     "MilpPolicy",
     "NightEvent",

@@ -21,20 +21,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
-from optsched.night.fleet import Fleet, Uses
-from optsched.schema.tolerances import DEADLINE_RTOL, TIME_TOL_HOURS
+from optsched.night.fleet import Fleet, Use, Uses
 from optsched.night.reasons import JobRecord, miss_reason, never_ran_reason
+from optsched.night.summary import summarize
 from optsched.schema.night import (
     JobTimeline,
     NightEvent,
     NightPlan,
+    NightQueue,
     Segment,
     SegmentAllocation,
 )
-from optsched.night.summary import summarize
-from optsched.schema.night import NightQueue
-
-
+from optsched.schema.tolerances import DEADLINE_RTOL, TIME_TOL_HOURS
 
 OnFailure = Literal["replan", "wait"]
 
@@ -63,6 +61,7 @@ class View:
     preempt: bool
     ready_since: dict[int, float] = field(default_factory=dict)  # when each ready job first became ready
     up: tuple[int, ...] = ()  # devices per group that are up (not failed)
+    stalled: tuple[Running, ...] = ()  # jobs waiting for a repair (on_failure="wait"); `since` = when they resume
 
     def finish_at(self, r: Running) -> float:
         """When running job r ends if its allocation stays as it is."""
@@ -223,6 +222,17 @@ class _Run:
             next_event=self._next_event(foreseen=True),
             preempt=self.preempt,
             ready_since={i: self.jobs[i].ready_at for i in ready},
+            stalled=tuple(
+                Running(
+                    i,
+                    j.uses,
+                    j.remaining,
+                    self.fleet.restart_hours(i),
+                    max(self.down.get((g, k), self.t) for g, _, ix in j.held for k in ix),
+                )
+                for i, j in enumerate(self.jobs)
+                if j.state == "stalled"
+            ),
             up=tuple(g.count - sum(1 for (h, _) in self.down if h == k) for k, g in enumerate(self.fleet.queue.devices)),
         )
 
@@ -340,16 +350,45 @@ class _Run:
         return finished, self._fail()
 
     def _repair(self) -> None:
-        """Devices whose repair ends now are up; a stalled job whose devices are all back resumes on them."""
+        """Devices whose repair ends now are up; a stalled job whose devices are all back resumes on them, at the
+        highest caps (its own or lower) whose draw fits the budgets in force now, else it waits on."""
         for key in [key for key, back in self.down.items() if back <= self.t + TIME_TOL_HOURS]:
             del self.down[key]
         for i, job in enumerate(self.jobs):
             if job.state == "stalled" and not any((g, k) in self.down for g, _, ix in job.held for k in ix):
+                uses = self._fitting(job.uses)
+                if uses is None:
+                    continue
                 for g, _, indices in job.held:
                     for k in indices:
                         del self.reserved[g, k]
                         self.holders[g][k] = i
-                self._run_on(i, job.uses, job.held, restart=True)
+                self._run_on(i, uses, _relevel(job.held, uses), restart=True)
+
+    def _fitting(self, uses: Uses) -> Uses | None:
+        """These devices at their levels or lower (one cap step at a time) so that, with the running jobs, the draw
+        fits the global budget in force and the domain budgets; None if not even the lowest caps fit."""
+        fleet = self.fleet
+        running = [self.jobs[i].uses for i in self._running()]
+        current = list(uses)
+        while True:
+            total, by_domain = fleet.power([*running, tuple(current)])
+            budget = fleet.budget_at(self.t)
+            over = (budget is not None and total > budget + 1e-9) or any(
+                by_domain.get(d, 0.0) > b + 1e-9 for d, b in fleet.queue.power.domains.items()
+            )
+            if not over:
+                return tuple(sorted(current))
+            lower = [
+                (k, lv)
+                for k, u in enumerate(current)
+                for lv in [fleet.next_lower_cap_level(u.group, u.level)]
+                if lv is not None
+            ]
+            if not lower:
+                return None
+            k, lv = lower[0]
+            current[k] = Use(current[k].group, lv, current[k].count)
 
     def _fail(self) -> list[int]:
         """Failures starting now take each group's lowest-indexed devices that are up; return the jobs they stop."""

@@ -7,9 +7,8 @@ from functools import cached_property
 
 from optsched.model.amdahl import speedup
 from optsched.model.data import eligible
-from optsched.schema.tolerances import TIME_TOL_HOURS
 from optsched.schema.night import NightJob, NightQueue
-
+from optsched.schema.tolerances import TIME_TOL_HOURS
 
 
 @dataclass(frozen=True, order=True)
@@ -61,10 +60,82 @@ class Fleet:
     def checkpoint_hours(self, j: int) -> float:
         return self.queue.checkpoint_hours(j)
 
+    @cached_property
+    def effective_deadlines(self) -> tuple[float | None, ...]:
+        """Each job's deadline, tightened backwards along `after`: it must end in time for every job after it to
+        run alone at its best speed by that job's effective deadline (hours; None without any)."""
+        successors: list[list[int]] = [[] for _ in self.queue.jobs]
+        for j, preds in enumerate(self.predecessors):
+            for p in preds:
+                successors[p].append(j)
+        out: list[float | None] = [None] * len(self.queue.jobs)
+        done = [False] * len(self.queue.jobs)
+        order: list[int] = []
+        stack = [(j, False) for j in range(len(self.queue.jobs))]
+        while stack:  # successors before predecessors (post-order on the successor graph)
+            j, expanded = stack.pop()
+            if done[j]:
+                continue
+            if expanded:
+                done[j] = True
+                order.append(j)
+                continue
+            stack.append((j, True))
+            stack.extend((s, False) for s in successors[j] if not done[s])
+        for j in order:
+            bounds = [] if self.queue.jobs[j].deadline_hours is None else [self.queue.jobs[j].deadline_hours]
+            for s in successors[j]:
+                best = self.best_speedup(s)
+                if out[s] is not None and best > 0:
+                    bounds.append(out[s] - self.queue.jobs[s].work_hours / best)
+            out[j] = min(bounds) if bounds else None
+        return tuple(out)
+
+    def effective_deadline(self, j: int) -> float | None:
+        return self.effective_deadlines[j]
+
+    @cached_property
+    def _speeds(self) -> tuple[tuple[tuple[float, ...], ...], ...]:
+        """[job][group][level] -> one device's speed (computed once: the policies ask for it at every event)."""
+        return tuple(
+            tuple(
+                tuple(lv.speed * job.speed_on.get(group.model, 1.0) for lv in group.power_levels)
+                for group in self.queue.devices
+            )
+            for job in self.queue.jobs
+        )
+
+    @cached_property
+    def _fastest_levels(self) -> tuple[tuple[int, ...], ...]:
+        out = []
+        for j in range(len(self.queue.jobs)):
+            row = []
+            for g, group in enumerate(self.queue.devices):
+                levels = group.power_levels
+                row.append(max(range(len(levels)), key=lambda lv: (self._speeds[j][g][lv], levels[lv].cap_w, -lv)))
+            out.append(tuple(row))
+        return tuple(out)
+
+    @cached_property
+    def _extra(self) -> tuple[tuple[float, ...], ...]:
+        """[group][level] -> W one busy device draws above idle."""
+        return tuple(tuple(lv.cap_w - g.idle_w for lv in g.power_levels) for g in self.queue.devices)
+
+    @cached_property
+    def _best_speedups(self) -> tuple[float, ...]:
+        return tuple(self._best_speedup(j, None) for j in range(len(self.queue.jobs)))
+
+    @cached_property
+    def groups_by_speed(self) -> tuple[tuple[int, ...], ...]:
+        """Each job's eligible groups, fastest (at their fastest level) first."""
+        return tuple(
+            tuple(sorted(self.eligible_groups[j], key=lambda g: (-self._speeds[j][g][self._fastest_levels[j][g]], g)))
+            for j in range(len(self.queue.jobs))
+        )
+
     def speed(self, j: int, g: int, level: int) -> float:
         """One device's speed for job j: level speed x speed_on[model] (reference devices)."""
-        group = self.queue.devices[g]
-        return group.power_levels[level].speed * self.queue.jobs[j].speed_on.get(group.model, 1.0)
+        return self._speeds[j][g][level]
 
     def speedup(self, j: int, uses: Uses) -> float:
         """Heterogeneous Amdahl S = 1 / ((1-p)/s_host + p/R) of job j on these devices."""
@@ -77,8 +148,7 @@ class Fleet:
 
     def fastest_level(self, j: int, g: int) -> int:
         """The level of group g at which job j runs fastest (the highest cap among equals)."""
-        levels = self.queue.devices[g].power_levels
-        return max(range(len(levels)), key=lambda lv: (self.speed(j, g, lv), levels[lv].cap_w, -lv))
+        return self._fastest_levels[j][g]
 
     def top_cap_level(self, g: int) -> int:
         """The level with the highest cap (the fastest among equal caps): what the baselines run at."""
@@ -89,6 +159,12 @@ class Fleet:
         """The level with the lowest cap (the fastest among equal caps)."""
         levels = self.queue.devices[g].power_levels
         return min(range(len(levels)), key=lambda lv: (levels[lv].cap_w, -levels[lv].speed, lv))
+
+    def next_lower_cap_level(self, g: int, level: int) -> int | None:
+        """The level with the next lower cap below `level`'s (the fastest among equal caps), None at the lowest."""
+        levels = self.queue.devices[g].power_levels
+        below = [lv for lv in range(len(levels)) if levels[lv].cap_w < levels[level].cap_w]
+        return max(below, key=lambda lv: (levels[lv].cap_w, levels[lv].speed, -lv)) if below else None
 
     def lowest_cap_w(self, g: int) -> float:
         return min(lv.cap_w for lv in self.queue.devices[g].power_levels)
@@ -106,6 +182,9 @@ class Fleet:
 
     def best_speedup(self, j: int, free: tuple[int, ...] | None = None) -> float:
         """Largest S of job j on its fastest eligible devices (all, or only `free[g]` per group) at the fastest level."""
+        return self._best_speedups[j] if free is None else self._best_speedup(j, free)
+
+    def _best_speedup(self, j: int, free: tuple[int, ...] | None) -> float:
         speeds = sorted(
             (
                 self.speed(j, g, self.fastest_level(j, g))
@@ -142,15 +221,26 @@ class Fleet:
         """Watts these devices draw above idle: count x (cap - idle_w), optionally only in one domain."""
         total = 0.0
         for u in uses:
-            group = self.queue.devices[u.group]
-            if domain is None or group.domain == domain:
-                total += u.count * (group.power_levels[u.level].cap_w - group.idle_w)
+            if domain is None or self.queue.devices[u.group].domain == domain:
+                total += u.count * self._extra[u.group][u.level]
         return total
+
+    @cached_property
+    def _idle_by_domain(self) -> dict[str, float]:
+        return {d: self.idle_of_domain(d) for d in self.domains}
 
     def power(self, running: list[Uses]) -> tuple[float, dict[str, float]]:
         """Fleet draw (W) and draw per domain while these allocations run."""
-        total = self.idle_w + sum(self.extra_w(u) for u in running)
-        by_domain = {d: self.idle_of_domain(d) + sum(self.extra_w(u, d) for u in running) for d in self.domains}
+        total = self.idle_w
+        by_domain = dict(self._idle_by_domain)
+        groups = self.queue.devices
+        for uses in running:
+            for u in uses:
+                extra = u.count * self._extra[u.group][u.level]
+                total += extra
+                domain = groups[u.group].domain
+                if domain is not None:
+                    by_domain[domain] += extra
         return total, by_domain
 
     def budget_at(self, t: float) -> float | None:

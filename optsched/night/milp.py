@@ -1,17 +1,28 @@
-"""`plan_night`: event-driven re-planning with the core MILP.
+"""The MILP candidate of `plan_night`: event-driven re-planning with the core MILP.
 
 At each event the core planner (`optsched.plan`) solves one derived workload built from the queue:
 
 * each running job gets its own copy of the devices it holds (a group of a model name only it may use,
-  min_devices = max_devices = the devices it holds, admission forced): it keeps its devices, and only
-  their caps are free, so a lower budget is met by re-capping;
-* ready jobs compete for the free devices; a *due* critical/high job (one that would miss its deadline
-  if it waited for the next event, even on all its eligible devices at full power) keeps its priority
-  and so must start now; other jobs enter as `normal` with the same objective weight, so the core's
-  "hard jobs must be admitted" rule binds only the due ones;
-* the budget in force now is the global budget; `extra_functionality` adds ``night_lookahead`` rows: for
-  each later power window, the jobs that may still be running then fit its budget at their lowest caps,
-  so that re-capping can always meet every budget in force.
+  min_devices = max_devices = the devices it holds, admission forced): its caps are chosen again, so a lower
+  budget is met by re-capping; after the solve, elastic jobs may grow onto or move to free devices
+  (dispatch.grow_elastic) when they end sooner by more than their restart, and only if they end, even at
+  their slowest caps, before the next change of the global budget;
+* ready jobs compete for the free devices (devices that are down or reserved for a repair are left out, their
+  idle draw taken off the budgets); a *due* critical/high job (one that would miss its deadline if it waited
+  for the next event, even on all its eligible devices at full power), an eager hard job whose deadline the
+  free devices can meet, and a critical/high job without a deadline past its wait bound keep their priority
+  and so must start now; other jobs enter as `normal`;
+* completion-aware starts: a job enters only if starting now on the free devices does not end it later than
+  waiting for the devices the running jobs will free (their expected ends), and then with a runtime limit
+  that ends it no later than waiting would (this replaces the slowdown guard, for jobs with and without
+  deadlines; `completion_aware=False` restores the guard);
+* objective weights are priority weight x weight per hour of the job's fastest remaining run (weighted
+  shortest remaining time), so the instant's speedup is valued where it ends jobs soonest;
+* at most CANDIDATES ready jobs (besides the forced ones) enter, the first in the dispatch order, so an
+  event's model stays small however long the queue;
+* a hard job's deadline keeps WINDOW_SLACK of its time as slack when a lower budget is still to come;
+* `extra_functionality` adds ``night_lookahead`` rows: for each later power window, the jobs that may still
+  be running then fit its budget at their lowest caps, so that re-capping can always meet every budget.
 
 When a due job cannot start, the night goes on: it runs as early as it can and the timeline reports the
 miss and its cause.
@@ -27,12 +38,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from optsched.schema.tolerances import POWER_TOL_W, TIME_TOL_HOURS
-from optsched.schema.errors import FieldError, InvalidWorkload
-from optsched.night.engine import Decision, OnFailure, ProgressCallback, Running, View, simulate
+from optsched.night.dispatch import (
+    grow_elastic,
+    is_urgent,
+    now_end,
+    priority_key,
+    wait_gain,
+    wait_option,
+)
+from optsched.night.engine import Decision, Running, View
 from optsched.night.fleet import Fleet, Use, Uses
-from optsched.schema.night import NightPlan, NightQueue
+from optsched.schema.errors import FieldError, InvalidWorkload
+from optsched.schema.night import NightQueue
 from optsched.schema.plan import FEASIBLE_STATUSES, Plan, Status
+from optsched.schema.tolerances import POWER_TOL_W, TIME_TOL_HOURS
 from optsched.schema.workload import (
     PRIORITY_WEIGHT,
     Job,
@@ -53,52 +72,14 @@ NIGHT_MIP_GAP = 1e-2
 SLOWDOWN_CAP = 2.0
 # With preempt, at most this many running jobs are tried as victims (one more per solve) for due jobs.
 MAX_VICTIMS = 8
+# Ready jobs offered to an event's MILP besides the forced ones: this many per free device, within these bounds,
+# the first in the dispatch order (urgent, priority, effective deadline, weighted shortest remaining time).
+CANDIDATES_PER_FREE_DEVICE = 2
+CANDIDATES = (8, 40)
+# A hard job's deadline handed to the core keeps this share of its time as slack when a lower budget is still
+# to come before it (so that re-capping in a window does not turn a tight allocation into a miss).
+WINDOW_SLACK = 0.1
 RANK = {Priority.critical: 0, Priority.high: 1, Priority.normal: 2, Priority.low: 3}
-
-
-def plan_night(
-    queue: NightQueue | Workload | Mapping[str, Any] | str | Path,
-    *,
-    start: datetime | str,
-    hours: float,
-    preempt: bool = False,
-    restart_hours: float = 0.1,
-    on_failure: OnFailure = "replan",
-    time_limit_s: float | None = None,
-    mip_gap: float | None = None,
-    progress: ProgressCallback | None = None,
-) -> NightPlan:
-    """Plan the night's queue as a timeline (deterministic). Raises InvalidWorkload; never fails for one job.
-
-    `queue` is a NightQueue (a plain Workload is read as one), a dict, a JSON path or JSON text; `start` a
-    datetime or ISO 8601 text; `hours` the night's length. `restart_hours` is the restart cost of jobs whose
-    queue sets none; `on_failure` "replan" plans a job a device failure stops again at once, "wait" lets it
-    wait for the repair (the static reference). `time_limit_s` and `mip_gap` apply to each event's solve; by
-    default the queue's options when it sets them, else NIGHT_TIME_LIMIT_S and NIGHT_MIP_GAP. A solve that stops at its time limit makes
-    the result depend on the machine's speed; summary.decisions_at_time_limit counts them.
-    """
-    workload, begin = validate_night(
-        queue, start=start, hours=hours, restart_hours=restart_hours, time_limit_s=time_limit_s, mip_gap=mip_gap
-    )
-    if on_failure not in ("replan", "wait"):
-        raise InvalidWorkload([FieldError("on_failure", f"must be 'replan' or 'wait', not {on_failure!r}")])
-    given = workload.options.model_fields_set if "options" in workload.model_fields_set else set()
-    if time_limit_s is None:
-        time_limit_s = workload.options.time_limit_s if "time_limit_s" in given else NIGHT_TIME_LIMIT_S
-    if mip_gap is None:
-        mip_gap = workload.options.mip_gap if "mip_gap" in given else NIGHT_MIP_GAP
-    policy = MilpPolicy(time_limit_s=time_limit_s, mip_gap=mip_gap)
-    return simulate(
-        workload,
-        policy,
-        start=begin,
-        hours=hours,
-        preempt=preempt,
-        restart_hours=restart_hours,
-        on_failure=on_failure,
-        progress=progress,
-        warnings=night_warnings(workload),
-    )
 
 
 def validate_night(
@@ -184,6 +165,7 @@ class _Entry:
     restart: float  # hours of restart before progress
     deadline: float | None  # hours from now the core must meet, or None
     fixed: Uses | None  # a running job's allocation: it keeps these devices
+    weight: float = 1.0  # objective weight (priority weight x weight, per hour of its fastest remaining run)
 
 
 @dataclass(frozen=True)
@@ -201,18 +183,77 @@ class MilpPolicy:
 
     name = "planner"
 
-    def __init__(self, *, time_limit_s: float, mip_gap: float, threads: int = 1, slowdown_cap: float = SLOWDOWN_CAP):
+    def __init__(
+        self,
+        *,
+        time_limit_s: float,
+        mip_gap: float,
+        threads: int = 1,
+        slowdown_cap: float = SLOWDOWN_CAP,
+        completion_aware: bool = True,
+        elastic: bool = True,
+        weighting: str = "wsrpt",
+        name: str = "planner",
+    ):
+        self.name = name
         self.slowdown_cap = slowdown_cap
         self.time_limit_s = time_limit_s
         self.mip_gap = mip_gap
         self.threads = threads  # one thread: HiGHS is then deterministic
+        self.completion_aware = completion_aware
+        self.elastic = elastic
+        self.wsrpt = weighting == "wsrpt"  # else the priority weights alone, as before issue 13
 
     def decide(self, view: View) -> Decision:
+        decision = self._decide(view)
+        if not self.elastic or decision.time_limited and decision.solve and decision.solve.startswith("fallback"):
+            return decision
+        uses = dict(decision.uses)
+        grown = self._grow(view, uses)
+        if not grown:
+            return decision
+        return Decision(uses, solve=f"{decision.solve}; grew {len(grown)}", time_limited=decision.time_limited)
+
+    def _grow(self, view: View, uses: dict[int, Uses]) -> list[int]:
+        """Elastic running jobs the MILP left as they were take free devices (dispatch.grow_elastic) if they end,
+        even at their slowest caps, before the next change of the global budget (the lookahead rows hold)."""
+        fleet = view.fleet
+        ends = {}
+        free = list(view.free)
+        for j, us in uses.items():
+            r = next((r for r in view.running if r.job == j), None)
+            remaining = r.remaining if r is not None else view.remaining[j]
+            restart = r.restart_left if r is not None else view.restart_of(j)
+            s = fleet.speedup(j, us)
+            ends[j] = view.t + restart + (remaining / s if s > 0 else math.inf)
+            if r is None or r.uses != us:
+                for u in us:
+                    free[u.group] -= u.count
+            if r is not None and _group_counts(r.uses) != _group_counts(us):
+                for u in r.uses:
+                    free[u.group] += u.count
+        changes = [b for b, _ in fleet.future_budgets(view.t)]
+        limit = min(changes, default=math.inf)
+        kept = {r.job for r in view.running if uses.get(r.job) == r.uses}
+        candidates = [r for r in view.running if r.job in kept]
+        trial = replace(view, running=tuple(candidates))
+        before = dict(uses)
+        grown = grow_elastic(trial, uses, ends, free, [])
+        for j in list(grown):
+            slow = tuple(Use(u.group, fleet.slowest_level(j, u.group), u.count) for u in uses[j])
+            r = next(r for r in view.running if r.job == j)
+            if view.t + fleet.restart_hours(j) + r.remaining / fleet.speedup(j, slow) > limit - TIME_TOL_HOURS:
+                uses[j] = before[j]
+                grown.remove(j)
+        return grown
+
+    def _decide(self, view: View) -> Decision:
         fleet = view.fleet
         running = [self._running_entry(view, r) for r in view.running]
         waiting, due = self._waiting_entries(view)
         if not running and not waiting:
             return Decision({})
+        aged = [e.job for e in waiting if fleet.jobs[e.job].deadline_hours is None and is_urgent(view, e.job)]
         hard = [e.job for e in waiting if fleet.jobs[e.job].is_hard]
         # Due hard jobs must start now; hard jobs that can meet their deadline on the free devices start now too.
         urgent = sorted(
@@ -230,7 +271,17 @@ class MilpPolicy:
             ),
             key=lambda j: (fleet.jobs[j].deadline_hours, RANK[fleet.jobs[j].priority], j),
         )
-        forced = urgent + eager
+        forced = urgent + eager + aged
+        keep = set(forced) | set(due)
+        room = min(max(CANDIDATES[0], CANDIDATES_PER_FREE_DEVICE * sum(view.free)), CANDIDATES[1])
+        others = sorted(
+            (e for e in waiting if e.job not in keep and fleet.best_speedup(e.job, view.free) > 0),
+            key=lambda e: priority_key(view, e.job),
+        )
+        waiting = [e for e in waiting if e.job in keep] + others[:room]
+        if not waiting and not (view.preempt and due) and self._holds(view):
+            # Nothing can start and the running jobs' caps still fit the budgets in force: no solve needed.
+            return Decision({r.job: r.uses for r in view.running}, solve="kept (nothing to start)")
         solves: list[_Outcome] = []
 
         def solve(entries: list[_Entry], must: list[int]) -> _Outcome:
@@ -245,9 +296,9 @@ class MilpPolicy:
         else:
             kept = forced
         if view.preempt and best.feasible:
-            unplaced = [j for j in due if fleet.jobs[j].is_hard and j not in best.uses]
+            unplaced = [j for j in due if fleet.jobs[j].is_hard and not self._in_time(view, j, best.uses.get(j))]
             if unplaced:
-                preempting = self._preempt(view, running, waiting, kept, unplaced, solve)
+                preempting = self._preempt(view, running, waiting, kept, unplaced, solve, set(best.uses))
                 if preempting is not None:
                     best = preempting
                     notes.append("preempted for due jobs")
@@ -265,6 +316,33 @@ class MilpPolicy:
             time_limited=any(o.status == Status.time_limit for o in solves),
         )
 
+    @staticmethod
+    def _in_time(view: View, j: int, uses: Uses | None) -> bool:
+        """Whether ready job j, started now on `uses` (None: not started), meets its deadline: a due job with too
+        few or too slow devices is as much a preemption case as one with none."""
+        if not uses:
+            return False
+        fleet = view.fleet
+        deadline = fleet.jobs[j].deadline_hours
+        s = fleet.speedup(j, uses)
+        end = view.t + view.restart_of(j) + (view.remaining[j] / s if s > 0 else math.inf)
+        return deadline is None or end <= deadline * (1 + DEADLINE_SLACK)
+
+    @staticmethod
+    def _holds(view: View) -> bool:
+        """The running jobs run at their fastest levels (re-capping cannot speed them up), fit the budgets in force
+        now, and no budget changes at this instant."""
+        fleet = view.fleet
+        if any(u.level != fleet.fastest_level(r.job, u.group) for r in view.running for u in r.uses):
+            return False
+        total, by_domain = fleet.power([r.uses for r in view.running])
+        budget = fleet.budget_at(view.t)
+        if any(abs(b - view.t) <= TIME_TOL_HOURS for b in fleet.boundaries):
+            return False
+        return (budget is None or total <= budget + POWER_TOL_W) and all(
+            by_domain.get(d, 0.0) <= b + POWER_TOL_W for d, b in fleet.queue.power.domains.items()
+        )
+
     # Classification -------------------------------------------------------------------------
 
     def _running_entry(self, view: View, r: Running) -> _Entry:
@@ -278,7 +356,7 @@ class MilpPolicy:
             left = job.deadline_hours - view.t - r.restart_left
             if s > 0 and left > 0 and r.remaining / s <= left * (1 + DEADLINE_SLACK):
                 deadline = left * (1 + DEADLINE_SLACK)
-        return _Entry(r.job, r.remaining, r.restart_left, deadline, r.uses)
+        return _Entry(r.job, r.remaining, r.restart_left, deadline, r.uses, self._weight(view, r.job, r.remaining))
 
     def _waiting_entries(self, view: View) -> tuple[list[_Entry], list[int]]:
         """Ready jobs that may start now, and the due ones among them."""
@@ -292,29 +370,60 @@ class MilpPolicy:
                 due.append(j)
         return entries, due
 
+    def _weight(self, view: View, j: int, remaining: float) -> float:
+        return _weight(view, j, remaining) if self.wsrpt else view.fleet.jobs[j].objective_weight
+
+    def _patience(self, view: View, j: int, remaining: float, restart: float, free) -> tuple[bool, float | None]:
+        """(should it wait?, runtime limit if it starts): completion-aware, a job starts now only if that does not
+        end it later than waiting for the devices the running jobs will free (their expected ends), and then on
+        an allocation ending no later than waiting would; without completion awareness, the slowdown guard."""
+        fleet = view.fleet
+        if math.isinf(view.next_event):
+            return False, None  # nothing left to wait for: it takes what there is
+        if not self.completion_aware:  # the slowdown guard, skipped for hard jobs with a deadline (as before)
+            best = fleet.best_speedup(j)
+            if best <= 0 or (fleet.jobs[j].is_hard and fleet.jobs[j].deadline_hours is not None):
+                return False, None
+            return False, self.slowdown_cap * remaining / best
+        uses = {r.job: r.uses for r in view.running}
+        ends = {r.job: view.finish_at(r) for r in view.running}
+        wait = wait_option(view, j, free, uses, ends, remaining=remaining, restart=restart)
+        if wait is None:
+            return False, None
+        now = now_end(view, j, free, remaining, restart)
+        if is_urgent(view, j, remaining, restart) or math.isinf(now):
+            return False, None  # urgent: it takes what there is; with nothing free for it, nothing to decide
+        gain = wait_gain(view, now)
+        if wait.end + gain < now:
+            return True, None
+        return False, wait.end + gain - view.t
+
     def _waiting_entry(self, view: View, j: int, remaining: float, restart: float, free) -> tuple[_Entry | None, bool]:
         """(entry or None if it should wait, due?): a due job that cannot meet its deadline enters without one."""
         fleet = view.fleet
         job = fleet.jobs[j]
         best = fleet.best_speedup(j)
-        # Not due, a job must run at least 1/SLOWDOWN_CAP of its best speed, so it never starts on a few slow
-        # devices it would then hold for hours; with nothing left to wait for, it takes what there is.
-        patient = self.slowdown_cap * remaining / best if best > 0 and not math.isinf(view.next_event) else None
-        if job.is_hard and job.deadline_hours is not None:
-            patient = None  # its deadline decides how fast it must run
+        weight = self._weight(view, j, remaining)
+        waits, patient = self._patience(view, j, remaining, restart, free)
         on_free = fleet.best_speedup(j, free)
         if job.deadline_hours is None:
-            return _Entry(j, remaining, restart, patient, None), False
+            return (None if waits else _Entry(j, remaining, restart, patient, None, weight)), False
         left = job.deadline_hours - view.t - restart
         if best <= 0 or left <= 0 or remaining / best > left * (1 + DEADLINE_SLACK):
-            return _Entry(j, remaining, restart, None, None), True  # already late: run as soon as it can
+            return _Entry(j, remaining, restart, None, None, weight), True  # already late: run as soon as it can
         waited = view.next_event - view.t
         due = math.isinf(waited) or remaining / best > (left - waited) * (1 + DEADLINE_SLACK)
         if on_free > 0 and remaining / on_free <= left * (1 + DEADLINE_SLACK):
             limit = left * (1 + DEADLINE_SLACK)
-            return _Entry(j, remaining, restart, limit if due or patient is None else min(limit, patient), None), due
+            if job.is_hard and fleet.future_budgets(view.t) and min(b for b, _ in fleet.future_budgets(view.t)) < job.deadline_hours:
+                slack = left * (1 - WINDOW_SLACK)  # room against re-capping in a lower window still to come
+                if remaining / on_free <= slack:
+                    limit = slack
+            if not due and waits:
+                return None, due
+            return _Entry(j, remaining, restart, limit if due or patient is None else min(limit, patient), None, weight), due
         # It cannot meet its deadline on the devices free now: it waits for more, unless it is due (then it is late).
-        return (_Entry(j, remaining, restart, None, None) if due else None), due
+        return (_Entry(j, remaining, restart, None, None, weight) if due else None), due
 
     # Solves ---------------------------------------------------------------------------------
 
@@ -338,7 +447,7 @@ class MilpPolicy:
                 best = trial
         return best, running, waiting, kept
 
-    def _preempt(self, view: View, running, waiting, kept, unplaced, solve) -> _Outcome | None:
+    def _preempt(self, view: View, running, waiting, kept, unplaced, solve, placed=frozenset()) -> _Outcome | None:
         """Free devices for due jobs by re-placing lower-priority running jobs, one more victim per try."""
         fleet = view.fleet
         top = min(RANK[fleet.jobs[j].priority] for j in unplaced)
@@ -369,7 +478,10 @@ class MilpPolicy:
                 if entry is not None:
                     entries.append(entry)
             trial = solve(entries, kept + unplaced)
-            if trial.feasible and all(j in trial.uses for j in unplaced):
+            # A due job that had devices, too few to meet its deadline, must now be in time; one that had none, placed.
+            if trial.feasible and all(
+                j in trial.uses and (j not in placed or self._in_time(view, j, trial.uses[j])) for j in unplaced
+            ):
                 return trial
         return None
 
@@ -377,6 +489,8 @@ class MilpPolicy:
         from optsched.solve.planner import solve_workload as plan
 
         derived = _Derived(view, sorted(entries, key=lambda e: e.job), set(must))
+        if not derived.devices:  # every device is down or reserved and nothing runs: nothing to decide
+            return _Outcome(Status.optimal, {})
         hook = derived.lookahead_hook
         result = plan(
             derived.workload(self.time_limit_s, self.mip_gap),
@@ -439,6 +553,12 @@ class _Derived:
         unavailable = list(view.free)
         for g, group in enumerate(groups):
             unavailable[g] = group.count - view.free[g] - sum(u.count for r in view.running for u in r.uses if u.group == g)
+        # Their idle draw is not in the derived workload's devices: it comes off the budgets handed to the core.
+        self.idle_off = sum(unavailable[g] * group.idle_w for g, group in enumerate(groups))
+        self.idle_off_by_domain: dict[str, float] = {}
+        for g, group in enumerate(groups):
+            if group.domain is not None:
+                self.idle_off_by_domain[group.domain] = self.idle_off_by_domain.get(group.domain, 0.0) + unavailable[g] * group.idle_w
         shared = []
         for g, group in enumerate(groups):
             count = group.count - held[g] - unavailable[g]
@@ -459,18 +579,20 @@ class _Derived:
                 priority, limits = Priority.critical, (count, count)
                 allowed = tuple(own)
                 speed_on = {name: job.speed_on.get(model, 1.0) for name, model in own.items()}
+                weight = e.weight / PRIORITY_WEIGHT[priority]
             else:
                 priority = job.priority if e.job in self.must else Priority.normal
                 limits = (job.min_devices, job.max_devices)
                 allowed = job.allowed_models if job.allowed_models is not None else models
                 speed_on = job.speed_on
+                weight = e.weight / PRIORITY_WEIGHT[priority]
             jobs.append(
                 Job(
                     id=job.id,
                     work_hours=max(e.remaining, 1e-12),
                     parallel_fraction=job.parallel_fraction,
                     priority=priority,
-                    weight=job.objective_weight / PRIORITY_WEIGHT[priority],
+                    weight=min(max(weight, 1e-6), 1e6),
                     deadline_hours=e.deadline,
                     min_devices=limits[0],
                     max_devices=limits[1],
@@ -483,10 +605,16 @@ class _Derived:
             name=f"{fleet.queue.name[:150]}@{self.view.t:.6g}h",
             devices=self.devices,
             jobs=tuple(jobs),
-            power=Power(budget_w=fleet.budget_at(self.view.t), domains=fleet.queue.power.domains),
+            power=self._power(),
             objective="weighted_speedup",
             options=Options(time_limit_s=time_limit_s, mip_gap=mip_gap),
         )
+
+    def _power(self) -> Power:
+        """The budgets in force now, less the idle draw of devices that are down or reserved (not in the model)."""
+        budget = self.fleet.budget_at(self.view.t)
+        domains = {d: max(0.0, b - self.idle_off_by_domain.get(d, 0.0)) for d, b in self.fleet.queue.power.domains.items()}
+        return Power(budget_w=None if budget is None else max(0.0, budget - self.idle_off), domains=domains)
 
     def uses(self, result: Plan) -> dict[int, Uses]:
         out: dict[int, Uses] = {}
@@ -581,6 +709,14 @@ class _Derived:
                 out.setdefault(j, []).append(Use(g, o.level, n))
         status = Status.optimal if result.outcome == Outcome.optimal else Status.time_limit
         return _Outcome(status, {j: _merge_uses(us) for j, us in out.items()})
+
+
+def _weight(view: View, j: int, remaining: float) -> float:
+    """Priority weight x weight per hour of the job's fastest remaining run (at least a quarter hour): the MILP
+    then values speed most where it ends a job soonest, as weighted shortest remaining time does."""
+    best = view.fleet.best_speedup(j)
+    run = remaining / best if best > 0 else 1.0
+    return view.fleet.jobs[j].objective_weight / max(run, 0.25)
 
 
 def _group_counts(uses: Uses) -> dict[int, int]:

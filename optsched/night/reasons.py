@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from optsched.schema.tolerances import TIME_TOL_HOURS
 from optsched.night.fleet import Fleet
+from optsched.schema.tolerances import TIME_TOL_HOURS
 
 Held = tuple[tuple[int, int, tuple[int, ...]], ...]  # (group, level, device indices)
 

@@ -9,11 +9,11 @@ from optsched.schema.night import (
     DeviceUtilisation,
     JobTimeline,
     NightEvent,
+    NightQueue,
     NightStatus,
     NightSummary,
     PriorityCounts,
 )
-from optsched.schema.night import NightQueue
 from optsched.schema.workload import HARD_PRIORITIES, PRIORITY_WEIGHT, Priority
 
 

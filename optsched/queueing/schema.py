@@ -181,6 +181,9 @@ def _pool_problems(s: Study) -> list[FieldError]:
             problems.append(
                 FieldError(f"devices[{i}].power_levels", f"device {g.id!r} has no power level and model {g.model!r} is not in the catalog")
             )
+        caps = [lv.cap_w for lv in g.power_levels]
+        if len(set(caps)) != len(caps):
+            problems.append(FieldError(f"devices[{i}].power_levels", "two levels share one cap_w; a cap must name one speed"))
         if i == 0:
             continue
         if g.model != first.model:

@@ -13,6 +13,11 @@ checkpoint-restart, which the objective charges linearly:
 with S_j, T_j and P_j taken from the current plan. Pinned jobs pay a cost above any objective instead, so
 they move only when nothing else is possible; a pin that cannot hold (its devices failed, or no plan keeps
 it within the budgets and deadlines) is dropped, said in `pins_impossible` and in the plan's warnings.
+
+Two solves share the time limit. A solve proven within the relative gap may still carry moves cheaper than the
+gap (on M workloads a move costs ~0.01-1 of a ~2,400 objective), so the first solve keeps what runs: every move
+costs at least half the gap's worth of the current objective there. Its plan seeds the second solve, the one
+returned, whose objective is the net one above; it keeps the seed unless another plan has a better net objective.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import logging
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +54,14 @@ from optsched.verify.placement import load_plan
 
 log = logging.getLogger(__name__)
 
+# The first solve (keep what runs) adds KEEP_FLOOR x mip_gap x |current objective| to every move's cost, may
+# take KEEP_SHARE of the time limit and stops at KEEP_GAP_FACTOR x mip_gap: it only seeds the net solve. Chosen
+# on M workloads (bench/replan.py): a floor of the whole gap or the plain gap let it run into its time limit.
+KEEP_SHARE = 0.3
+KEEP_GAP_FACTOR = 2.0
+KEEP_FLOOR = 0.5
+# The solves after the first get at least this share of the time limit, even past the deadline.
+MIN_SHARE = 0.1
 # The elastic MILP behind the suggestions of an infeasible re-plan gets at most this long (as optsched.plan).
 SUGGESTION_TIME_LIMIT_S = 20.0
 
@@ -87,11 +100,27 @@ def replan(
     costs = move_costs(after, current, hours)
     pins = dict.fromkeys(change.pin)
     broken: dict[str, str] = _pins_without_room(after, kept_running, pins)
+    limit = after.options.time_limit_s if time_limit_s is None else time_limit_s
+    gap = after.options.mip_gap if mip_gap is None else mip_gap
+    deadline = started + limit
+    solve = _Solver(after, limit, gap, threads, deadline)
     cost = _MoveCost(
         before={j: group_counts(a) for j, a in kept_running.items()}, costs=costs, pinned=frozenset(pins) - set(broken)
     )
     warm = {j: _counts_by_cap(a) for j, a in kept_running.items()}
-    new, net = _solve(after, cost, warm, time_limit_s, mip_gap, threads)
+    new: Plan | None = None
+    if kept_running and hours > 0 and current.objective:
+        # First keep what runs: every move costs at least half the gap's worth of the current objective, so this
+        # plan has hardly a move it could do without (a solve within the gap may otherwise hide many cheap ones).
+        # It seeds the net solve, which keeps it unless another plan has a better net objective.
+        keep = replace(cost, floor=KEEP_FLOOR * gap * abs(current.objective))
+        kept, _ = solve(keep, warm, share=KEEP_SHARE, gap_factor=KEEP_GAP_FACTOR)
+        if kept.status is Status.infeasible:
+            new, net = kept, _Net()
+        elif kept.feasible:
+            warm = {p.job: _counts_by_cap(p.allocations) for p in kept.placements if p.admitted}
+    if new is None:
+        new, net = solve(cost, warm)
     if new.feasible:
         missed = [j for j in cost.pinned if _moved(kept_running[j], _placement(new, j))]
         if missed:
@@ -99,12 +128,11 @@ def replan(
             # it so the bound and gap are about the ordinary move cost.
             for j in missed:
                 broken[j] = "no plan keeps its devices within the budgets, deadlines and hard jobs"
-            cost = _MoveCost(before=cost.before, costs=costs, pinned=cost.pinned - set(missed))
+            cost = replace(cost, pinned=cost.pinned - set(missed))
             warm = {p.job: _counts_by_cap(p.allocations) for p in new.placements if p.admitted}
-            new, net = _solve(after, cost, warm, time_limit_s, mip_gap, threads)
+            new, net = solve(cost, warm)
 
     if new.status is Status.infeasible:
-        limit = after.options.time_limit_s if time_limit_s is None else time_limit_s
         suggestions = suggest_changes(after, time_limit_s=max(1.0, min(SUGGESTION_TIME_LIMIT_S, limit)))
         new = new.model_copy(update={"suggestions": tuple(suggestions)})
     if not new.feasible:
@@ -133,7 +161,7 @@ def replan(
         move_cost=move_cost,
         net_objective=net_objective,
         net_bound=net.bound,
-        net_gap=relative_gap(net.incumbent, net.bound) if net.bound is not None else None,
+        net_gap=relative_gap(net_objective, net.bound) if net.bound is not None else None,
         pins_impossible=pin_breaks,
         solve_seconds=time.monotonic() - started,
     )
@@ -234,6 +262,7 @@ class _MoveCost:
     before: dict[str, GroupCounts]  # running job -> devices per group in the current plan
     costs: dict[str, float]  # running job -> pi_j (objective units)
     pinned: frozenset[str] = field(default_factory=frozenset)
+    floor: float = 0.0  # added to every running job's pi_j (the first, keep-what-runs solve)
 
     def extra(self) -> ExtraObjective:
         return ExtraObjective(add=self.add, value=self.value)
@@ -242,7 +271,7 @@ class _MoveCost:
         """pi_j, or for a pinned job a cost above any objective difference (so that it moves only if it must)."""
         if job in self.pinned:
             return _pin_cost(data)
-        return self.costs.get(job, 0.0)
+        return self.costs.get(job, 0.0) + self.floor
 
     def _sign(self, data: ModelData) -> float:
         return -1.0 if OBJECTIVES[data.workload.objective].sense == "max" else 1.0
@@ -346,13 +375,27 @@ class _Net:
         self.incumbent, self.bound = incumbent, bound
 
 
-def _solve(workload: Workload, cost: _MoveCost, warm, time_limit_s, mip_gap, threads) -> tuple[Plan, _Net]:
-    net = _Net()
-    plan = solve_workload(
-        workload, time_limit_s=time_limit_s, mip_gap=mip_gap, threads=threads, warm_start=warm,
-        extra_objective=cost.extra(), progress=net,
-    )
-    return plan, net
+@dataclass(frozen=True)
+class _Solver:
+    """The core solve loop with a move cost, every solve of one re-plan within one wall-clock deadline."""
+
+    workload: Workload
+    time_limit_s: float
+    mip_gap: float
+    threads: int | None
+    deadline: float
+
+    def __call__(self, cost: _MoveCost, warm, share: float = 1.0, gap_factor: float = 1.0) -> tuple[Plan, _Net]:
+        limit = self.time_limit_s
+        seconds = max(MIN_SHARE * limit, min(share * limit, self.deadline - time.monotonic()))
+        net = _Net()
+        log.debug("re-plan solve: floor %.3g, %.1f s, gap x%g", cost.floor, seconds, gap_factor)
+        plan = solve_workload(
+            self.workload, time_limit_s=seconds, mip_gap=min(1.0, self.mip_gap * gap_factor), threads=self.threads,
+            warm_start=warm,
+            extra_objective=cost.extra(), progress=net,
+        )
+        return plan, net
 
 
 def describe_changes(

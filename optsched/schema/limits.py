@@ -14,6 +14,7 @@ Both raise InvalidWorkload naming the path, the size found and the limit.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from optsched.schema.errors import FieldError, InvalidWorkload
@@ -49,6 +50,55 @@ def check_variables(workload: Workload, max_variables: int, *, path: str = "") -
     raise InvalidWorkload([FieldError(_join(path, "jobs"), message)])
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What one request may ask of a service (its OPTSCHED_MAX_* settings); None: no limit."""
+
+    jobs: int | None = None
+    devices: int | None = None  # the sum of the device groups' counts
+    device_groups: int | None = None
+    levels: int | None = None  # power levels of one device group
+    time_limit_s: float | None = None  # options.time_limit_s
+    variables: int | None = None
+
+
+def check_size(workload: Workload, limits: Limits, *, path: str = "", jobs: int | None = None) -> None:
+    """InvalidWorkload listing every limit the workload is above, each at its path with the setting to raise;
+    `jobs` counts something else than the workload's jobs (a verified plan's placements)."""
+    errors: list[FieldError] = []
+    n_jobs = len(workload.jobs) if jobs is None else jobs
+    if limits.jobs is not None and n_jobs > limits.jobs:
+        errors.append(FieldError(_join(path, "jobs"), f"{n_jobs:,} jobs, above the limit of {limits.jobs:,} (OPTSCHED_MAX_JOBS)"))
+    if limits.device_groups is not None and len(workload.devices) > limits.device_groups:
+        errors.append(FieldError(
+            _join(path, "devices"),
+            f"{len(workload.devices):,} device groups, above the limit of {limits.device_groups:,} (OPTSCHED_MAX_DEVICE_GROUPS)",
+        ))
+    devices = sum(g.count for g in workload.devices)
+    if limits.devices is not None and devices > limits.devices:
+        errors.append(FieldError(
+            _join(path, "devices"),
+            f"{devices:,} devices in all groups, above the limit of {limits.devices:,} (OPTSCHED_MAX_DEVICES)",
+        ))
+    if limits.levels is not None:
+        for i, g in enumerate(workload.devices):
+            if len(g.power_levels) > limits.levels:
+                errors.append(FieldError(
+                    _join(path, f"devices[{i}].power_levels"),
+                    f"{len(g.power_levels)} power levels, above the limit of {limits.levels} (OPTSCHED_MAX_LEVELS)",
+                ))
+    limit_s = workload.options.time_limit_s
+    if limits.time_limit_s is not None and limit_s > limits.time_limit_s:
+        errors.append(FieldError(
+            _join(path, "options.time_limit_s"),
+            f"{limit_s:g} s, above this service's ceiling of {limits.time_limit_s:g} s (OPTSCHED_MAX_TIME_LIMIT_S)",
+        ))
+    if errors:
+        raise InvalidWorkload(errors)
+    if limits.variables is not None:
+        check_variables(workload, limits.variables, path=path)
+
+
 def check_document(document: Any) -> None:
     """InvalidWorkload if the document nests deeper than MAX_DEPTH, has a container of more than MAX_ITEMS
     items, or more than MAX_VALUES values; iterative, and it stops at the first limit crossed."""
@@ -76,6 +126,11 @@ def check_document(document: Any) -> None:
         for key, child in zip(keys, children):
             if isinstance(child, (dict, list, tuple)):
                 stack.append((child, (*parts, key)))
+
+
+def json_path(parts: tuple[str | int, ...]) -> str:
+    """`jobs[3].id` from ("jobs", 3, "id")."""
+    return _path(parts)
 
 
 def _path(parts: tuple[str | int, ...]) -> str:

@@ -25,6 +25,8 @@ from optsched.schema.workload import (
     NonNegativeFloat,
     Power,
     PowerWindow,
+    StrictBool,
+    StrictInt,
     Workload,
     _semantic_problems,
     _SemanticProblems,
@@ -54,7 +56,7 @@ class NightJob(Job):
         description="Hours a (re)start from a checkpoint holds the devices without progress: after a preemption, "
         "a move, a change of devices or a failure (null: the queue's defaults, else plan_night's restart_hours).",
     )
-    elastic: bool | None = Field(
+    elastic: StrictBool | None = Field(
         default=None,
         description="Whether the planner may grow, shrink or move the running job, paying restart_hours "
         "(null: the queue's defaults.elastic).",
@@ -81,7 +83,7 @@ class DeviceFailure(Frozen):
     loses the work since its last checkpoint and is planned again (or waits for the repair)."""
 
     device: Id = Field(description="Device group id.")
-    count: int = Field(default=1, ge=1, le=1_000_000)
+    count: StrictInt = Field(default=1, ge=1, le=1_000_000)
     at_hours: NonNegativeFloat = Field(description="When they fail, hours after the night starts.")
     repair_hours: Hours = Field(description="Hours until they are back.")
 
@@ -97,7 +99,7 @@ class NightDefaults(Frozen):
     restart_hours: NonNegativeFloat | None = Field(
         default=None, le=1e6, description="Restart cost in hours (null: plan_night's restart_hours argument)."
     )
-    elastic: bool = True
+    elastic: StrictBool = True
     max_wait_hours: dict[str, NonNegativeFloat] = Field(
         default_factory=lambda: dict(DEFAULT_MAX_WAIT_HOURS),
         description="Per priority (critical, high): hours a ready job without a deadline may wait before it is "
@@ -393,7 +395,11 @@ class NightSummary(_Frozen):
 
 class NightPlan(_Frozen):
     queue: str = Field(description="Name of the planned queue (workload).")
-    policy: str = Field(description="'planner' (event-driven MILP), 'fifo' or 'edf'.")
+    policy: str = Field(description="'planner', or a baseline: 'fifo', 'edf', 'easy'.")
+    chosen: str | None = Field(
+        default=None,
+        description="The planner's candidate policy whose timeline this is (milp, milp-classic, dispatch-...).",
+    )
     start: datetime
     hours: float = Field(description="Length of the night in hours.")
     preempt: bool = False

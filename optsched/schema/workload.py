@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from optsched.schema.catalog import catalog_entry
 from optsched.schema.errors import FieldError, InvalidWorkload
@@ -34,17 +35,40 @@ PRIORITY_WEIGHT: Mapping[Priority, float] = {
 }
 HARD_PRIORITIES = frozenset({Priority.critical, Priority.high})
 
-Id = Annotated[str, Field(min_length=1, max_length=200)]
-PositiveFloat = Annotated[float, Field(gt=0)]
-NonNegativeFloat = Annotated[float, Field(ge=0)]
+# Characters an id or a name may not hold: C0 and C1 controls, and the invisible format characters (zero-width
+# marks, bidirectional embeddings, overrides and isolates, the BOM) that make a text read otherwise than it is
+# stored, in an HTML page or a log line. The same class is the `pattern` the schema publishes (ECMA, Python and
+# Rust regex read it alike), and `printable` checks it with a full match, as a JSON Schema validator does.
+UNPRINTABLE = "\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u206f\\ufeff\\ufff9-\\ufffb"
+ID_PATTERN = f"^[^{UNPRINTABLE}]+$"
+NAME_PATTERN = f"^[^{UNPRINTABLE}]*$"
+_PRINTABLE = re.compile(f"[^{UNPRINTABLE}]*")
+
+
+def printable(text: str) -> str:
+    """`text` unchanged, or ValueError naming the first control or bidirectional-format character in it."""
+    if _PRINTABLE.fullmatch(text) is None:
+        bad = next(c for c in text if _PRINTABLE.fullmatch(c) is None)
+        raise ValueError(f"must hold printable characters only; U+{ord(bad):04X} is a control or format character")
+    return text
+
+
+# Strict types: JSON's own types only (no "0.95" for a number, no true for a count, no 1.0 for an integer).
+Id = Annotated[str, Field(min_length=1, max_length=200, json_schema_extra={"pattern": ID_PATTERN}), AfterValidator(printable)]
+Name = Annotated[str, Field(max_length=200, json_schema_extra={"pattern": NAME_PATTERN}), AfterValidator(printable)]
+StrictInt = Annotated[int, Field(strict=True)]
+StrictFloat = Annotated[float, Field(strict=True)]
+StrictBool = Annotated[bool, Field(strict=True)]
+PositiveFloat = Annotated[float, Field(gt=0, strict=True)]
+NonNegativeFloat = Annotated[float, Field(ge=0, strict=True)]
 # Quantities that enter the model's arithmetic stay within these bounds, far beyond any real fleet, so that
 # runtimes, speedups and watts stay finite: a speed of 5e-324 makes every speedup 0, work of 1e308 every
 # runtime infinite (found by tests/reliability/test_bad_input.py).
-Speed = Annotated[float, Field(ge=1e-6, le=1e6)]
-Watts = Annotated[float, Field(gt=0, le=1e6)]
-IdleWatts = Annotated[float, Field(ge=0, le=1e6)]
-Hours = Annotated[float, Field(gt=0, le=1e9)]
-Weight = Annotated[float, Field(ge=1e-6, le=1e6)]
+Speed = Annotated[float, Field(ge=1e-6, le=1e6, strict=True)]
+Watts = Annotated[float, Field(gt=0, le=1e6, strict=True)]
+IdleWatts = Annotated[float, Field(ge=0, le=1e6, strict=True)]
+Hours = Annotated[float, Field(gt=0, le=1e9, strict=True)]
+Weight = Annotated[float, Field(ge=1e-6, le=1e6, strict=True)]
 
 
 class Frozen(BaseModel):
@@ -59,7 +83,7 @@ class PowerLevel(Frozen):
 class DeviceGroup(Frozen):
     id: Id
     model: Id = Field(description="Device model, e.g. H100-SXM; catalog models fill the fields left out.")
-    count: int = Field(ge=1, le=1_000_000, description="Number of identical devices in the group.")
+    count: StrictInt = Field(ge=1, le=1_000_000, description="Number of identical devices in the group.")
     memory_gb: PositiveFloat | None = None
     domain: Id | None = Field(default=None, description="Power domain (rack, PDU) the group belongs to.")
     idle_w: IdleWatts = Field(default=0.0, description="Draw of each device no job uses, in watts.")
@@ -84,12 +108,12 @@ class DeviceGroup(Frozen):
 class Job(Frozen):
     id: Id
     work_hours: Hours = Field(description="Hours the job needs on one reference device.")
-    parallel_fraction: float = Field(ge=0, le=1, description="Amdahl parallel fraction p.")
+    parallel_fraction: StrictFloat = Field(ge=0, le=1, description="Amdahl parallel fraction p.")
     priority: Priority = Priority.normal
     weight: Weight = 1.0
     deadline_hours: Hours | None = None
-    min_devices: int = Field(default=1, ge=1, le=1_000_000)
-    max_devices: int | None = Field(default=None, ge=1, le=1_000_000)
+    min_devices: StrictInt = Field(default=1, ge=1, le=1_000_000)
+    max_devices: StrictInt | None = Field(default=None, ge=1, le=1_000_000)
     memory_gb: NonNegativeFloat | None = Field(default=None, description="Memory needed on each device.")
     allowed_models: tuple[Id, ...] | None = None
     speed_on: dict[Id, Speed] = Field(
@@ -130,17 +154,17 @@ class Power(Frozen):
 
 
 class Options(Frozen):
-    time_limit_s: float = Field(default=30.0, gt=0, le=86_400)
-    mip_gap: float = Field(
+    time_limit_s: StrictFloat = Field(default=30.0, gt=0, le=86_400)
+    mip_gap: StrictFloat = Field(
         default=0.01, ge=0, le=1, description="Relative gap at which a plan counts as optimal (bench/results/planner.md)."
     )
-    move_cost_hours: float = Field(
+    move_cost_hours: StrictFloat = Field(
         default=0.25, ge=0, le=1_000, description="Hours of its run a running job loses when a re-plan moves it (optsched.replan)."
     )
 
 
 class Workload(Frozen):
-    name: str = Field(default="workload", max_length=200)
+    name: Name = "workload"
     devices: tuple[DeviceGroup, ...] = Field(min_length=1)
     jobs: tuple[Job, ...] = ()
     power: Power = Power()

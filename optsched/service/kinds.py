@@ -12,14 +12,21 @@ from typing import Any, Callable
 
 from optsched.explain.frontier import MIN_POINTS, REFINE_POINTS, frontier
 from optsched.explain.planning import plan
-from optsched.infra.pool import Runner, SolveFunction, SolveTask
+from optsched.infra.pool import Runner, SolveFunction, SolveTask, report_incumbent
 from optsched.infra.store import PlanRecord, PlanState, ResourceKind, state_of
 from optsched.night import plan_night
 from optsched.night.milp import NIGHT_TIME_LIMIT_S
+from optsched.queueing import analyze
+from optsched.replan import replan
 from optsched.schema.errors import InvalidWorkload
 from optsched.schema.workload import Options
 
 log = logging.getLogger(__name__)
+
+# Wall-time budgets of a queueing study (seconds): the cap search is bounded by the study's own limit on
+# combinations; a simulation by its replications (bench/results/queueing.md has the measured times).
+QUEUEING_ANALYTIC_BUDGET_S = 60.0
+QUEUEING_SIMULATION_BUDGET_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -32,7 +39,8 @@ class Kind:
 
 
 def _solve_plan(task: SolveTask) -> tuple[PlanState, dict[str, Any]]:
-    result = plan(task.workload, threads=task.threads)
+    result = plan(task.workload, threads=task.threads,
+                  on_incumbent=lambda best: report_incumbent(best.model_dump(mode="json")))
     return state_of(result.status), result.model_dump(mode="json")
 
 
@@ -44,6 +52,29 @@ def _solve_night(task: SolveTask) -> tuple[PlanState, dict[str, Any]]:
 def _solve_frontier(task: SolveTask) -> tuple[PlanState, dict[str, Any]]:
     result = frontier(task.workload, **task.params)
     return (PlanState.done if result.points else PlanState.infeasible), result.model_dump(mode="json")
+
+
+def _solve_queueing(task: SolveTask) -> tuple[PlanState, dict[str, Any]]:
+    result = analyze(task.workload, **task.params)
+    return (PlanState.done if result.ok else PlanState.infeasible), result.model_dump(mode="json")
+
+
+def _queueing_budget_s(workload: dict[str, Any], params: dict[str, Any]) -> float:
+    """The analytic evaluation takes milliseconds per cap combination; a simulation, its replications."""
+    if params.get("method") == "simulation":
+        return QUEUEING_SIMULATION_BUDGET_S
+    return QUEUEING_ANALYTIC_BUDGET_S
+
+
+def _solve_replan(task: SolveTask) -> tuple[PlanState, dict[str, Any]]:
+    document = task.workload
+    result = replan(document["workload"], document["plan"], document["change"], threads=task.threads)
+    return state_of(result.plan.status), result.model_dump(mode="json")
+
+
+def _replan_budget_s(workload: dict[str, Any], params: dict[str, Any]) -> float:
+    """The re-plan solves the changed workload once (its own time limit) and may diagnose it."""
+    return 2 * _time_limit_s(workload.get("workload") if isinstance(workload, dict) else None)
 
 
 def _plan_budget_s(workload: dict[str, Any], params: dict[str, Any]) -> float:
@@ -72,6 +103,8 @@ KINDS: dict[ResourceKind, Kind] = {
     ResourceKind.plan: Kind(solve=_solve_plan, budget_s=_plan_budget_s),
     ResourceKind.night: Kind(solve=_solve_night, budget_s=_night_budget_s),
     ResourceKind.frontier: Kind(solve=_solve_frontier, budget_s=_frontier_budget_s),
+    ResourceKind.queueing: Kind(solve=_solve_queueing, budget_s=_queueing_budget_s),
+    ResourceKind.replan: Kind(solve=_solve_replan, budget_s=_replan_budget_s),
 }
 
 

@@ -85,16 +85,44 @@ def night_files(plan: NightPlan) -> dict[str, Callable[[], bytes]]:
     }
 
 
-def write_night_outputs(plan: NightPlan, out: Path, writer: Callable[[Path, bytes], None] | None = None) -> None:
-    """Write every output into a fresh directory beside `out`, then swap it in; on any error `out` is untouched."""
+# Written into every output directory: only a directory holding it is ever replaced (or deleted) by a later run.
+MARKER = ".optsched-night"
+MARKER_TEXT = b"Written by `optsched night --out`; the next run with this --out replaces this whole directory.\n"
+
+
+class OutputRefused(OSError):
+    """`--out` names something a run must not replace: `.`, `..`, a symlink, or a directory it did not write."""
+
+
+def check_output_dir(out: Path) -> None:
+    """OutputRefused unless `out` may be replaced as a whole: it does not exist yet, or it is a real directory
+    (not a symlink) that an earlier run wrote (it holds MARKER), and it is neither `.`, `..` nor an ancestor of
+    the working directory. Checked before anything is written."""
     out = Path(out)
+    if out.name in ("", ".", "..") or Path(os.path.abspath(out)) in (Path.cwd(), *Path.cwd().parents):
+        raise OutputRefused(f"{out} is the working directory or one of its parents; name a new directory for --out")
+    if out.is_symlink():
+        raise OutputRefused(f"{out} is a symbolic link; name a directory itself for --out")
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out} exists and is not a directory")
+    if out.is_dir() and not (out / MARKER).is_file():
+        raise OutputRefused(
+            f"{out} exists and was not written by optsched night (no {MARKER} in it); it is replaced as a whole, "
+            "so name a new directory for --out, or remove this one yourself"
+        )
+
+
+def write_night_outputs(plan: NightPlan, out: Path, writer: Callable[[Path, bytes], None] | None = None) -> None:
+    """Write every output into a fresh directory beside `out`, then swap it in; on any error `out` is untouched
+    and nothing temporary is left. Refused (OutputRefused) when `out` is not ours to replace: check_output_dir."""
+    out = Path(out)
+    check_output_dir(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale(out)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent))
     try:
         os.chmod(tmp, 0o755)  # mkdtemp's 0700 would make the published directory private
+        (tmp / MARKER).write_bytes(MARKER_TEXT)
         for name, produce in night_files(plan).items():
             (writer or _write_file)(tmp / name, produce())
         _fsync_dir(tmp)

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, Iterable
 
 from optsched.infra.pool import SolveQueue
 from optsched.infra.store import PlanRecord, PlanState, PlanStore, ResourceKind
-from optsched.schema.errors import OptschedError
+from optsched.schema.errors import FieldError, InvalidWorkload, OptschedError
+from optsched.service.kinds import KINDS
 
 
 class IdempotencyConflict(OptschedError):
@@ -65,19 +67,61 @@ def submit(
     return Submitted(record, created=True)
 
 
-def cancel_or_delete(store: PlanStore, queue: SolveQueue, kind: ResourceKind, resource_id: str) -> PlanRecord | None:
-    """Cancel an unfinished resource (the cancelled record), delete a finished one (None); NotFound otherwise."""
+def cancel_or_delete(
+    store: PlanStore,
+    queue: SolveQueue,
+    kind: ResourceKind,
+    resource_id: str,
+    *,
+    requested_at: datetime | None = None,
+    replay_s: float = 0.0,
+) -> PlanRecord | None:
+    """Cancel an unfinished resource (the record as it now is: `cancelled`, or the final state its solve reached
+    first), delete a finished one (None); NotFound otherwise.
+
+    Idempotent under retries and concurrency: a resource is deleted only if it was final before the request
+    (`requested_at`, when the caller received it) and, when cancelled, cancelled more than `replay_s` before it.
+    So several DELETEs sent at once, or a DELETE retried soon after, all answer with the cancelled record and
+    none deletes it; a DELETE after that deletes it."""
     record = store.get(resource_id, kind=kind)
     if record is None:
         raise NotFound(f"no {kind.value} {resource_id!r}")
-    if record.status.final:
-        if store.delete(record.id):
-            return None
-        raise NotFound(f"no {kind.value} {resource_id!r}")
-    cancelled = queue.cancel(record.id)
-    if cancelled is None:
-        raise NotFound(f"no {kind.value} {resource_id!r}")
-    return cancelled
+    if not record.status.final:
+        cancelled = queue.cancel(record.id)
+        if cancelled is None:
+            raise NotFound(f"no {kind.value} {resource_id!r}")
+        return cancelled
+    if requested_at is not None:
+        kept_until = _utc(record.finished_at) + timedelta(
+            seconds=replay_s if record.status == PlanState.cancelled else 0.0
+        )
+        if kept_until >= _utc(requested_at):
+            return record  # cancelled just now (a retry, a concurrent DELETE), or its solve ended meanwhile
+    if store.delete(record.id):
+        return None
+    raise NotFound(f"no {kind.value} {resource_id!r}")
+
+
+def check_solve_budget(
+    kind: ResourceKind, document: dict[str, Any], params: dict[str, Any], max_solve_s: float, *, path: str = ""
+) -> None:
+    """InvalidWorkload unless the resource's worst-case solve time (its kind's budget: time limit x the solves it
+    may run) is at most `max_solve_s`: what one request may hold a solver process for."""
+    budget = KINDS[kind].budget_s(document, params)
+    if budget <= max_solve_s:
+        return
+    where = f"{path}.options.time_limit_s" if path else "options.time_limit_s"
+    raise InvalidWorkload([FieldError(
+        where,
+        f"this {kind.value} may hold a solver for up to {budget:,.0f} s (time limit x the solves it may run), above "
+        f"the limit of {max_solve_s:,.0f} s (OPTSCHED_MAX_SOLVE_S); lower options.time_limit_s or split the work",
+    )])
+
+
+def _utc(moment: datetime | None) -> datetime:
+    if moment is None:
+        return datetime.min.replace(tzinfo=UTC)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def canonical(document: Any) -> str:

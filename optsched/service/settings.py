@@ -44,6 +44,34 @@ class Settings(BaseSettings):
     LEASE_S: float = Field(
         15.0, gt=0, description="RQ workers: seconds without word after which a solving row is requeued."
     )
+    # What one request may cost (README: Reliability and security, "Bounded cost"); each is also published in
+    # the served OpenAPI document, so a generated client knows the limits of the server it talks to.
+    MAX_JOBS: int = Field(5_000, ge=1, description="Jobs in one workload, night queue or verified plan (422 above).")
+    MAX_DEVICES: int = Field(
+        10_000, ge=1, description="Devices in one workload: the sum of the device groups' counts (422 above)."
+    )
+    MAX_DEVICE_GROUPS: int = Field(1_000, ge=1, description="Device groups in one workload (422 above).")
+    MAX_LEVELS: int = Field(32, ge=1, le=64, description="Power levels of one device group (422 above).")
+    MAX_NIGHT_HOURS: float = Field(168.0, gt=0, le=8_760, description="Longest night a request may plan, in hours.")
+    MAX_BUDGETS: int = Field(50, ge=1, le=1_000, description="Budgets one frontier request may list.")
+    MAX_TIME_LIMIT_S: float = Field(
+        300.0, gt=0, le=86_400, description="Largest options.time_limit_s a request may ask for, in seconds (422 above)."
+    )
+    MAX_SOLVE_S: float = Field(
+        3_600.0, gt=0,
+        description="Worst-case solver time one request may hold a worker: time limit x solves it may run (422 above).",
+    )
+    MAX_CHART_ROWS: int = Field(400, ge=1, description="Rows (devices, jobs) a chart may draw; larger ones are 404.")
+    MAX_CHART_BARS: int = Field(20_000, ge=1, description="Bars a chart may draw; larger ones are 404 (use the JSON).")
+    # The HTTP server (api/serve.py): request reading apart from the application threads.
+    READ_TIMEOUT_S: float = Field(
+        20.0, gt=0, description="Seconds a client has to send a whole request (408 after); also the idle keep-alive."
+    )
+    MAX_CONNECTIONS: int = Field(1_000, ge=1, description="Open client connections the server holds at once.")
+    CANCEL_REPLAY_S: float = Field(
+        30.0, ge=0, description="A DELETE this soon after a cancel answers 200 `cancelled` again instead of deleting.",
+    )
+    VIEWER_SESSION_S: int = Field(8 * 3600, ge=60, description="Lifetime of the viewer's login cookie, in seconds.")
 
 
 class ConfigError(ValueError):

@@ -115,12 +115,13 @@ class HighsBuilder(Builder):
         if self._h is not None:
             raise RuntimeError("add variables before the model is first solved")
         block = self._columns.setdefault(name, {})
-        for key, lo, hi in zip(keys, lower, upper):
-            block[key] = len(self._lower)
-            self._lower.append(lo)
-            self._upper.append(hi)
-            if integer:
-                self._integer.append(block[key])
+        keys = list(keys)
+        first = len(self._lower)
+        block.update(zip(keys, range(first, first + len(keys))))
+        self._lower.extend(lower)
+        self._upper.extend(upper)
+        if integer:
+            self._integer.extend(range(first, first + len(keys)))
 
     def column(self, name, key):
         return self._columns[name][key]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from optsched.schema.names import Family, constraint_name
 from optsched.model.data import ModelData, eligible
 from optsched.solve.highs import Outcome
 
@@ -29,18 +30,19 @@ def precheck(data: ModelData) -> list[str]:
 
 def _job_reasons(data: ModelData, j: int) -> list[str]:
     job = data.jobs[j]
-    if not data.options_of_job[j]:
+    if not data.has_options(j):
         return [f"{_who(data, j)} cannot run at all: {_why_no_device(data, j)}"]
     if data.eligible_devices(j) < job.min_devices:
         return [
-            f"{_who(data, j)} needs at least {job.min_devices} devices but only "
+            f"{constraint_name(Family.admission_min, job.id)}: {_who(data, j)} needs at least {job.min_devices} "
+            "devices but only "
             f"{data.eligible_devices(j)} eligible devices exist"
         ]
     if job.deadline_hours is not None:
         best = job.work_hours / data.best_speedup(j)
         if best > job.deadline_hours * (1 + 1e-6):
             return [
-                f"{_who(data, j)} misses its deadline even on its {data.max_devices(j)} fastest eligible devices "
+                f"{constraint_name(Family.deadline, job.id)}: {_who(data, j)} misses its deadline even on its {data.max_devices(j)} fastest eligible devices "
                 f"at the fastest level: best runtime {best:.3g} h > deadline {job.deadline_hours:.3g} h"
             ]
     return []
@@ -64,14 +66,14 @@ def _idle_reasons(data: ModelData) -> list[str]:
     reasons = []
     if power.budget_w is not None and data.idle_power_w > power.budget_w:
         reasons.append(
-            f"the idle draw of all devices ({data.idle_power_w:,.0f} W) already exceeds the global budget "
+            f"{constraint_name(Family.power_budget, None)}: the idle draw of all devices ({data.idle_power_w:,.0f} W) already exceeds the global budget "
             f"({power.budget_w:,.0f} W) by {data.idle_power_w - power.budget_w:,.0f} W"
         )
     for domain, budget in sorted(power.domains.items()):
         idle = data.idle_power_of_domain(domain)
         if idle > budget:
             reasons.append(
-                f"the idle draw of domain {domain!r} ({idle:,.0f} W) already exceeds its budget "
+                f"{constraint_name(Family.power_budget, domain)}: the idle draw of domain {domain!r} ({idle:,.0f} W) already exceeds its budget "
                 f"({budget:,.0f} W) by {idle - budget:,.0f} W"
             )
     return reasons
@@ -88,7 +90,8 @@ def diagnose_infeasible(data: ModelData) -> list[str]:
         if least is not None and least > budget * (1 + 1e-9) + 1e-6:
             where = "the whole fleet" if domain is None else f"domain {domain!r}"
             reasons.append(
-                f"the must-run jobs {must} need at least {least:,.0f} W in {where}; the budget is "
+                f"{constraint_name(Family.power_budget, domain)}: the must-run jobs {must} need at least "
+                f"{least:,.0f} W in {where}; the budget is "
                 f"{budget:,.0f} W (short by {least - budget:,.0f} W)"
             )
     if reasons:

@@ -32,37 +32,25 @@ def used_by_job(data: ModelData, counts) -> list[Used]:
     return out
 
 
-def _host(used: Used) -> Option | None:
+def host_of(used: Used) -> Option | None:
     return max((o for o, _ in used), key=lambda o: o.speed, default=None)
 
 
-def _aggregate(used: Used) -> tuple[float, float]:
-    host = _host(used)
+def aggregate(used: Used) -> tuple[float, float]:
+    host = host_of(used)
     return (host.speed if host else 0.0), sum(o.speed * n for o, n in used)
-
-
-def _used(data: ModelData, j: int, counts) -> Used:
-    return [(data.option(k), n) for k, n in sorted(counts.items()) if k[0] == j and n > 0]
-
-
-def host_option(data: ModelData, j: int, counts):
-    return _host(_used(data, j, counts))
-
-
-def host_and_aggregate(data: ModelData, j: int, counts) -> tuple[float, float]:
-    return _aggregate(_used(data, j, counts))
 
 
 def exact_speedups(data: ModelData, counts, used: list[Used] | None = None) -> list[float]:
     used = used_by_job(data, counts) if used is None else used
-    return [speedup(job.parallel_fraction, *_aggregate(u)) for job, u in zip(data.jobs, used)]
+    return [speedup(job.parallel_fraction, *aggregate(u)) for job, u in zip(data.jobs, used)]
 
 
 def weighted(data: ModelData, speedups: list[float]) -> float:
     return sum(job.objective_weight * s for job, s in zip(data.jobs, speedups))
 
 
-def _group_use(data: ModelData, counts) -> tuple[list[int], list[float]]:
+def group_use(data: ModelData, counts) -> tuple[list[int], list[float]]:
     """Per group: devices used and the watts they draw at their caps."""
     used, drawn = [0] * len(data.groups), [0.0] * len(data.groups)
     for (_, g, lv), n in sorted(counts.items()):
@@ -73,7 +61,7 @@ def _group_use(data: ModelData, counts) -> tuple[list[int], list[float]]:
 
 
 def power(data: ModelData, counts, domain: str | None = None) -> float:
-    used, drawn = _group_use(data, counts)
+    used, drawn = group_use(data, counts)
     total = 0.0
     for g, group in enumerate(data.groups):
         if domain is not None and group.domain != domain:
@@ -88,7 +76,7 @@ def domains(data: ModelData) -> list[str]:
 
 def device_uses(data: ModelData, counts) -> tuple[DeviceUse, ...]:
     uses = []
-    in_use, drawn = _group_use(data, counts)
+    in_use, drawn = group_use(data, counts)
     for g, group in enumerate(data.groups):
         used = in_use[g]
         power = drawn[g] + (group.count - used) * group.idle_w
@@ -113,7 +101,7 @@ def placements(data: ModelData, counts, by_job: list[Used] | None = None) -> tup
     by_job = used_by_job(data, counts) if by_job is None else by_job
     for j, job in enumerate(data.jobs):
         used = sorted((o for o, _ in by_job[j]), key=lambda o: (-o.speed, o.group, o.level))
-        s_host, r = _aggregate(by_job[j])
+        s_host, r = aggregate(by_job[j])
         s = speedup(job.parallel_fraction, s_host, r)
         admitted = bool(used)
         runtime = job.work_hours / s if admitted else None

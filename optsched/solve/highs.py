@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Callable
 
+import atexit
+import threading
+
 import highspy
 import numpy as np
 
@@ -20,8 +23,33 @@ log = logging.getLogger(__name__)
 WATCHDOG_GRACE_S = 0.5
 # After an interrupt, HiGHS gets this long to stop; then the solve is abandoned (its thread ends on its own).
 CANCEL_WAIT_S = 1.0
+# A solve with less time than this left is not started.
+MIN_SOLVE_S = 0.05
 # The watchdog wakes this often to hand the latest incumbent and bound to `on_poll`.
 POLL_S = 0.25
+
+
+# At exit, an abandoned HiGHS gets this long to stop before the interpreter goes on tearing down (its solver
+# threads running through that teardown end the process with "terminate called without an active exception").
+EXIT_WAIT_S = 120.0
+
+_abandoned: list[highspy.Highs] = []
+_abandoned_lock = threading.Lock()
+
+
+def _abandon(h: highspy.Highs) -> None:
+    with _abandoned_lock:
+        if not _abandoned:
+            atexit.register(_wait_for_abandoned)
+        _abandoned.append(h)
+
+
+def _wait_for_abandoned() -> None:
+    """Let abandoned solves finish (they were interrupted and have their own time limit) before teardown."""
+    stop = time.monotonic() + EXIT_WAIT_S
+    for h in list(_abandoned):
+        h.cancelSolve()
+        h.wait(max(0.0, stop - time.monotonic()))
 
 
 class Outcome(Enum):
@@ -152,7 +180,10 @@ def run_highs(
     (and the bound) while HiGHS runs. Returns by about wall_deadline + WATCHDOG_GRACE_S + CANCEL_WAIT_S whatever
     HiGHS does: a solve that ignores its interrupt is abandoned with the last incumbent its callbacks saw."""
     started = time.perf_counter()
-    limit = max(0.01, wall_deadline - time.monotonic())
+    if wall_deadline - time.monotonic() < MIN_SOLVE_S:
+        # Too late to start: HiGHS's setup alone (factorisation, clique table) would overrun the deadline.
+        return SolveResult(Outcome.limit_without_solution, None, None, 0.0, None)
+    limit = wall_deadline - time.monotonic()
     h.setOptionValue("time_limit", limit)
     h.setOptionValue("mip_rel_gap", mip_gap)
     # HiGHS's default absolute gap (1e-6) would stop it short of small relative gaps on small objectives.
@@ -190,6 +221,7 @@ def run_highs(
                 if not finished:
                     log.warning("HiGHS ignored the interrupt for %.1f s; abandoning the solve", CANCEL_WAIT_S)
                     abandoned = True
+                    _abandon(h)
                 break
         if abandoned:
             objective, values, bound = seen.objective, seen.values, seen.bound
@@ -198,7 +230,9 @@ def run_highs(
                 incumbent=objective, bound=bound if bound is not None and np.isfinite(bound) else None,
                 seconds=time.perf_counter() - started, values=values, abandoned=True,
             )
-        return _result(h, time.perf_counter() - started, relax)
+        result = _result(h, time.perf_counter() - started, relax)
+        log.debug("HiGHS %s: %s in %.2f s of %.2f s", "LP" if relax else "MILP", result.outcome.value, result.seconds, limit)
+        return result
     finally:
         if not abandoned:
             if watching:

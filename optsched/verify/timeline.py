@@ -32,8 +32,21 @@ from typing import Any
 from pydantic import ValidationError
 
 from optsched.schema.errors import FieldError, InvalidPlan
+from optsched.schema.night import (
+    JobTimeline,
+    NightJob,
+    NightPlan,
+    NightQueue,
+    NightStatus,
+    Segment,
+)
 from optsched.schema.tolerances import TIME_TOL_HOURS
-from optsched.schema.night import JobTimeline, NightJob, NightPlan, NightQueue, NightStatus, Segment
+from optsched.schema.workload import (
+    HARD_PRIORITIES,
+    DeviceGroup,
+    Priority,
+    field_errors,
+)
 from optsched.verify.placement import (
     amdahl_speedup,
     device_speed,
@@ -41,12 +54,6 @@ from optsched.verify.placement import (
     ineligibility,
     job_weight,
     read_plan_document,
-)
-from optsched.schema.workload import (
-    HARD_PRIORITIES,
-    DeviceGroup,
-    Priority,
-    field_errors,
 )
 
 __all__ = ["load_night_plan", "verify_timeline"]
@@ -324,16 +331,10 @@ def check_work(ctx: _Ctx) -> list[str]:
         done = 0.0
         restart_run = 0.0
 
-        def close_restart(k: int) -> None:
-            nonlocal restart_run
-            if restart_run and not ctx.close(restart_run, cost):
-                out.append(f"{label}: restart before segment {k} lasted {restart_run:.6g} h, its restart_hours is {cost:g} h")
-            restart_run = 0.0
-
         for k, s in enumerate(t.segments):
             span = s.to_hours - s.from_hours
             if k and s.from_hours > t.segments[k - 1].to_hours + TIME_TOL_HOURS:
-                close_restart(k)
+                restart_run = _close_restart(ctx, out, label, cost, restart_run, k)
             if s.restart:
                 if s.speedup != 0.0 or s.work_hours != 0.0 or s.rolled_back_hours != 0.0:
                     out.append(f"{label}: restart segment {k} reports progress")
@@ -343,7 +344,7 @@ def check_work(ctx: _Ctx) -> list[str]:
                         out.append(f"{label}: restart before segment {k + 1} lasted {restart_run:.6g} h, over {cost:g} h")
                     restart_run = 0.0  # cut short by a failure
                 continue
-            close_restart(k)
+            restart_run = _close_restart(ctx, out, label, cost, restart_run, k)
             speed = ctx.segment_speedup(job, s)
             if not ctx.close(s.speedup, speed):
                 out.append(f"{label}: segment {k} reports speedup {s.speedup:.9g}, recomputed {speed:.9g}")
@@ -352,7 +353,7 @@ def check_work(ctx: _Ctx) -> list[str]:
                     f"{label}: segment {k} reports work {s.work_hours:.9g} h, S x duration = {speed * span:.9g} h"
                 )
             done += speed * span - s.rolled_back_hours
-        close_restart(len(t.segments))
+        _close_restart(ctx, out, label, cost, restart_run, len(t.segments))
         if t.finish_hours is not None and not math.isclose(done, job.work_hours, rel_tol=ctx.rel_tol, abs_tol=0.0):
             out.append(
                 f"{label}: its segments do {done:.9g} reference hours of work net of rollbacks, the job needs "
@@ -361,6 +362,13 @@ def check_work(ctx: _Ctx) -> list[str]:
         if t.finish_hours is None and t.segments:
             out.append(f"{label}: has segments but no finish")
     return out
+
+
+def _close_restart(ctx: _Ctx, out: list[str], label: str, cost: float, run: float, k: int) -> float:
+    """A restart run that ended before segment k lasted the job's restart cost; returns 0 (the next run's start)."""
+    if run and not ctx.close(run, cost):
+        out.append(f"{label}: restart before segment {k} lasted {run:.6g} h, its restart_hours is {cost:g} h")
+    return 0.0
 
 
 def check_failures(ctx: _Ctx) -> list[str]:

@@ -18,3 +18,14 @@ def sleep_forever(task: SolveTask) -> tuple[str, Any]:
 def crash(task: SolveTask) -> tuple[str, Any]:
     """A solve that takes its worker process down (think of an out-of-memory kill)."""
     os._exit(3)
+
+
+def incumbent_then_sleep(task: SolveTask) -> tuple[str, Any]:
+    """A solve that finds a real plan, reports it as its incumbent, then never finishes (a hard MILP's proof)."""
+    import optsched
+    from optsched.infra.pool import report_incumbent
+
+    best = optsched.plan(task.workload)
+    report_incumbent({**best.model_dump(mode="json"), "status": "time_limit"})
+    time.sleep(3600)
+    return "error", "unreachable"

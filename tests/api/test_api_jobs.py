@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import time
+
 import pytest
 from sqlalchemy import update
 
@@ -51,6 +53,24 @@ def test_a_solve_past_its_time_limit_and_grace_is_killed_and_recorded_no_solutio
     assert record.status == PlanState.no_solution
     assert "overran its time limit of 0.2 s" in record.error
     assert record.finished_at - record.started_at >= timedelta(seconds=0.5)
+
+
+def test_a_killed_solve_keeps_its_incumbent_shown_while_solving_and_ends_time_limit(store, make_pool):
+    pool = make_pool(solve=fakes.incumbent_then_sleep, grace_s=1.0)
+    pool.start()
+    data = tiny_workload(time_limit_s=1.0)
+    plan_id = submit(store, pool, data)
+    deadline = time.monotonic() + 30
+    record = store.get(plan_id)
+    while record.plan is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        record = store.get(plan_id)
+    assert record.status == PlanState.solving and record.plan["status"] == "time_limit"
+    assert verify(data, record.plan) == []
+    record = pool.wait(plan_id, 30)
+    assert record.status == PlanState.time_limit
+    assert "overran its time limit of 1 s" in record.error
+    assert verify(data, record.plan) == []
 
 
 def test_a_worker_that_dies_is_replaced_and_its_plan_retried_then_failed(store, make_pool):

@@ -69,7 +69,8 @@ def test_a_queued_night_plan_has_no_chart_yet_then_is_cancelled_then_deleted(app
     cancelled = client.delete(location)
     assert cancelled.status_code == 200 and cancelled.get_json()["status"] == "cancelled"
     assert services(app).queue.depth() == 0
-    assert "cancelled" in problem(client.get(f"{location}/gantt.png"), 404)["detail"]
+    assert "cancelled" in problem(client.get(f"{location}/gantt.png"), 409)["detail"]
+    app.config["CANCEL_REPLAY_S"] = 0  # after OPTSCHED_CANCEL_REPLAY_S, a DELETE deletes
     assert client.delete(location).status_code == 204
     problem(client.get(location), 404)
     problem(client.get(f"{location}/gantt.png"), 404)
@@ -130,7 +131,7 @@ def test_a_workload_without_any_plan_has_an_infeasible_frontier_and_no_plot(live
     final = poll(live, location)
     assert final["status"] == "infeasible", final
     assert final["frontier"]["points"] == [] and "120 GB" in final["frontier"]["reason"]
-    assert "120 GB" in problem(live.get(f"{location}/plot.png"), 404)["detail"]
+    assert "120 GB" in problem(live.get(f"{location}/plot.png"), 409)["detail"]
 
 
 def test_frontier_validation_reports_the_budgets_path(client):

@@ -120,6 +120,8 @@ def test_delete_cancels_a_queued_plan_then_deletes_it(app, client):
     assert cancelled.get_json()["finished_at"] is not None
     assert services(app).queue.depth() == 0
     assert client.get(f"/v1/plans/{plan_id}").get_json()["status"] == "cancelled"
+    assert client.delete(f"/v1/plans/{plan_id}").get_json()["status"] == "cancelled"  # a retry: same answer
+    app.config["CANCEL_REPLAY_S"] = 0  # after OPTSCHED_CANCEL_REPLAY_S, a DELETE deletes
     assert client.delete(f"/v1/plans/{plan_id}").status_code == 204
     assert client.get(f"/v1/plans/{plan_id}").status_code == 404
     assert client.delete(f"/v1/plans/{plan_id}").status_code == 404

@@ -89,6 +89,11 @@ def test_openapi_document_is_generated_from_the_models(client):
         "/v1/frontiers/{frontier_id}",
         "/v1/frontiers/{frontier_id}/plot.png",
         "/v1/verify",
+        "/v1/plans/{plan_id}/replans",
+        "/v1/replans/{replan_id}",
+        "/v1/queueing-studies",
+        "/v1/queueing-studies/{study_id}",
+        "/v1/queueing-studies/{study_id}/plot.png",
         "/healthz",
         "/readyz",
     }  # the HTML viewer (/, /plans/{id}, ...) is not part of the API document
@@ -101,8 +106,15 @@ def test_openapi_document_is_generated_from_the_models(client):
     assert body == {"$ref": "#/components/schemas/Workload"}
     assert set(schemas["Workload"]["properties"]) == set(optsched.Workload.model_fields)
     responses = spec["paths"]["/v1/plans"]["post"]["responses"]
-    assert {"201", "202", "400", "401", "413", "415", "422", "503"} <= set(responses)
+    assert {"201", "202", "400", "413", "415", "422", "503"} <= set(responses)
+    assert "401" not in responses  # this server runs without a token: the spec says no auth
     assert "application/problem+json" in responses["422"]["content"]
+
+
+def test_openapi_document_asks_for_the_token_only_when_the_server_has_one(make_app):
+    spec = make_app(API_TOKEN="spec-token-0123456789").test_client().get("/openapi.json").get_json()
+    assert "401" in spec["paths"]["/v1/plans"]["post"]["responses"]
+    assert spec["paths"]["/v1/plans"]["post"].get("security") or spec.get("security")
 
 
 def test_docs_page_is_served_with_its_assets(client):

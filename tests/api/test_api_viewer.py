@@ -1,15 +1,17 @@
-"""The HTML viewer through the Flask test client: pages, charts, escaping, the token for browsers."""
+"""The HTML viewer through the Flask test client: pages, their tables in clock times, the chart data and the
+scripts that draw it, escaping, the assets. (In a browser: tests/pages; the login flow: tests/hardening.)"""
 
 from __future__ import annotations
 
+import json
 import re
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from markupsafe import escape
 
 import optsched
-from api import services
+from api import pages, services
 from optsched.verify.timeline import verify_timeline
 from optsched.infra.store import PlanState, ResourceKind, state_of
 from tests.api.helpers import night_queue, tiny_workload
@@ -34,9 +36,26 @@ def page(client, url: str, status: int = 200, **kwargs) -> str:
     response = client.get(url, **kwargs)
     assert response.status_code == status, response.get_data(as_text=True)
     assert response.mimetype == "text/html"
-    assert "script-src" not in response.headers["Content-Security-Policy"]  # no script may run at all
-    assert response.headers["Content-Security-Policy"].startswith("default-src 'none'")
-    return response.get_data(as_text=True)
+    policy = dict(d.strip().split(" ", 1) for d in response.headers["Content-Security-Policy"].split(";"))
+    assert policy["default-src"] == "'none'" and policy["script-src"] == "'self'"  # our script files, nothing else
+    assert policy["style-src"] == "'self'"
+    html = response.get_data(as_text=True)
+    for tag in re.findall(r"<script[^>]*>", html):  # no inline code: files of this server, or data
+        assert re.fullmatch(r'<script defer src="/assets/[0-9a-f]{16}/[\w/.-]+\.js">', tag) or tag == (
+            '<script type="application/json" id="chart-data">'
+        ), tag
+    return html
+
+
+def chart_data(html: str) -> dict:
+    found = re.search(r'<script type="application/json" id="chart-data">(.*?)</script>', html, re.DOTALL)
+    assert found, "no chart data"
+    return json.loads(found.group(1))
+
+
+def clock(start: datetime, hours: float) -> str:
+    """HH:MM of `hours` after `start`, to the nearest minute (independent of api/pages.py)."""
+    return (start + timedelta(hours=hours, seconds=30)).strftime("%H:%M")
 
 
 def rows(html: str, table_id: str) -> list[str]:
@@ -50,13 +69,24 @@ def test_a_plan_page_has_the_chart_the_power_by_domain_and_every_job(app, client
     plan = plan_checked(data)
     plan_id = finished(app, ResourceKind.plan, data, plan)
     html = page(client, f"/plans/{plan_id}")
-    assert f'src="/plans/{plan_id}/placement.png"' in html
+    assert re.search(rf'<noscript>\s*<img id="placement-chart" class="chart" src="/plans/{plan_id}/placement.png"', html)
     jobs = rows(html, "jobs")
     assert len(jobs) == len(plan.placements)
     for placement, row in zip(plan.placements, jobs, strict=True):
         assert f"<td>{placement.job}</td>" in row
+        for a in placement.allocations:
+            assert f"{a.device} × {a.count} @ {a.cap_w:,.0f} W" in row
         if placement.meets_deadline:
             assert '<span class="met">met</span>' in row
+    data = chart_data(html)
+    assert [g["id"] for g in data["groups"]] == [d.device for d in plan.devices]
+    assert sorted((data["jobs"][b["job"]]["id"], data["groups"][b["group"]]["id"], b["count"], b["cap"])
+                  for b in data["bars"]) == sorted((p.job, a.device, a.count, a.cap_w)
+                                                   for p in plan.placements for a in p.allocations)
+    for g, group in enumerate(data["groups"]):  # the bars of a group tile its used devices
+        spans = sorted((b["first"], b["first"] + b["count"]) for b in data["bars"] if b["group"] == g)
+        assert [a for a, _ in spans] == [0] + [b for _, b in spans[:-1]]
+        assert (spans[-1][1] if spans else 0) == group["used"] <= group["count"]
     power = rows(html, "power")
     assert "domain rack1" in power[1] and "1,800 W" in power[1] and "<meter" in power[1]
     assert f"{plan.power_w:,.0f} W" in power[0]
@@ -85,11 +115,13 @@ def test_user_text_is_escaped_in_pages_and_drawn_literally_in_charts(app, client
         [job("<script>alert(1)</script>", work=2, p=0.5), job("$\\frac{$", work=1, p=0.5)],
         power={"budget_w": 150},
     )
-    data["name"] = "<img src=x onerror=alert(1)>"
+    data["name"] = "<img src=x onerror=alert(1)></script>"
     plan_id = finished(app, ResourceKind.plan, data, plan_checked(data))
     html = page(client, f"/plans/{plan_id}")
     assert "<script>" not in html and "<img src=x" not in html and "<g>" not in html
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert html.count("</script>") == html.count("<script")  # the ids in the chart data cannot end its block
+    assert {j["id"] for j in chart_data(html)["jobs"]} == {"<script>alert(1)</script>", "$\\frac{$"}
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;&lt;/script&gt;" in html
     assert client.get(f"/plans/{plan_id}/placement.png").status_code == 200  # `$\frac{$` is no math text
     listing = page(client, "/")
     assert "<img src=x" not in listing and "&lt;img src=x onerror=alert(1)&gt;" in listing
@@ -118,16 +150,52 @@ def test_the_index_lists_every_kind_newest_first_with_links_and_figures(app, cli
     assert page(client, "/", 400, query_string={"cursor": "nonsense"})
 
 
-def test_night_and_frontier_pages_show_their_charts(app, client):
+def test_the_night_page_lists_every_job_with_its_devices_and_clock_times(app, client):
     queue = night_queue()
-    night = optsched.plan_night(queue, start="2026-12-01T22:00", hours=8)
+    queue["failures"] = [{"device": "g", "count": 1, "at_hours": 1.0, "repair_hours": 1.5}]
+    start = datetime(2026, 12, 1, 22, 0)
+    night = optsched.plan_night(queue, start=start, hours=8, preempt=True)
     assert verify_timeline(queue, night) == []
     night_id = finished(app, ResourceKind.night, queue, night)
     html = page(client, f"/night-plans/{night_id}")
-    assert f'src="/night-plans/{night_id}/gantt.png"' in html and f'src="/night-plans/{night_id}/power.png"' in html
-    assert len(rows(html, "jobs")) == len(night.jobs)
+    assert re.search(rf'<noscript>\s*<img id="gantt-chart" class="chart" src="/night-plans/{night_id}/gantt.png"', html)
+    assert f'src="/night-plans/{night_id}/power.png"' in html
     assert client.get(f"/night-plans/{night_id}/gantt.png").data.startswith(PNG_SIGNATURE)
 
+    table = rows(html, "jobs")
+    assert len(table) == len(night.jobs)
+    for job, row in zip(night.jobs, table, strict=True):
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.DOTALL)
+        assert cells[0] == job.job and cells[1] == job.priority
+        for s in job.segments:
+            for a in s.allocations:
+                assert f"{a.device} × {a.count} @ {a.cap_w:,.0f} W" in cells[2]
+        for column, hours in ((3, job.release_hours), (4, job.start_hours), (5, job.finish_hours), (7, job.deadline_hours)):
+            if hours is None:
+                assert cells[column] == "—"
+                continue
+            at = start + timedelta(hours=hours)
+            assert f'<time datetime="{at.isoformat(timespec="seconds")}"' in cells[column]
+            assert f">{clock(start, hours)}</time>" in cells[column]
+            day = (at + timedelta(seconds=30)).date()  # the date is shown when it is not the night's first
+            assert ('class="day"' in cells[column]) == (day != start.date())
+
+    # The peak power line says when and against which budget; chart data: every bar, devices down, the power.
+    peak = max(night.events, key=lambda e: e.power_w)
+    line = re.search(r'<dd id="peak">(.*?)</dd>', html, re.DOTALL).group(1)
+    assert f"{peak.power_w:,.0f} W at " in line and f">{clock(start, peak.at_hours)}</time>" in line
+    assert f"of the {peak.budget_w:,.0f} W global budget then in force" in line
+    data = chart_data(html)
+    assert [j["id"] for j in data["jobs"]] == [j.job for j in night.jobs]
+    assert len(data["bars"]) == sum(a.count for j in night.jobs for s in j.segments for a in s.allocations)
+    assert data["rows"][:3] == ["g #0", "g #1", "h #0"]
+    assert data["down"] == [{"row": 0, "from": 1.0, "to": 2.5}]
+    assert data["power"]["t"] == [e.at_hours for e in night.events]
+    assert data["power"]["budget"] == [e.budget_w for e in night.events]
+    assert data["windows"] == [{"from": 2.0, "to": 3.0, "budget": 200.0}]
+
+
+def test_the_frontier_page_carries_its_curve(app, client):
     data = tiny_workload()
     frontier = optsched.frontier(data, budgets=[300, 600])
     frontier_id = finished(app, ResourceKind.frontier, data, frontier)
@@ -135,7 +203,40 @@ def test_night_and_frontier_pages_show_their_charts(app, client):
     assert f'src="/frontiers/{frontier_id}/plot.png"' in html
     assert len(rows(html, "points")) == 2
     assert client.get(f"/frontiers/{frontier_id}/plot.png").data.startswith(PNG_SIGNATURE)
-    page(client, f"/frontiers/{night_id}", 404)  # an id of another kind
+    curve = chart_data(html)
+    assert [(p["budget"], p["speedup"]) for p in curve["points"]] == [
+        (p.budget_w, p.weighted_speedup) for p in frontier.points
+    ]
+    assert {m["label"] for m in curve["marks"]} >= {"least feasible", "current budget"}
+
+
+def test_clock_times_round_to_the_minute_and_name_the_day_when_it_changes():
+    start = datetime(2026, 12, 1, 22, 0, tzinfo=timezone(timedelta(hours=1)))
+    assert pages.clock(start, 0.0) == pages.Clock("22:00", "", "2026-12-01T22:00:00+01:00", "+0.00 h")
+    assert pages.clock(start, 1 + 59.5 / 60).text == "00:00"  # 23:59:30 rounds up, into the next day
+    assert pages.clock(start, 1 + 59.5 / 60).day == "Wed 2 Dec"
+    assert pages.clock(start, 1 + 59.4 / 60).text == "23:59" and pages.clock(start, 1 + 59.4 / 60).day == ""
+    assert pages.clock(start, 26.25).text == "00:15" and pages.clock(start, 26.25).day == "Thu 3 Dec"
+    assert pages.clock(start, None) is None
+    assert [pages.duration(h) for h in (0.0, 0.75, 1.0 + 5 / 60, 30.5, None)] == ["0 min", "45 min", "1 h 05 min",
+                                                                               "30 h 30 min", "—"]
+
+
+def test_the_peak_and_the_instant_closest_to_the_budget_are_told_apart():
+    queue = night_queue()
+    night = optsched.plan_night(queue, start="2026-12-01T22:00", hours=8)
+    assert verify_timeline(queue, night) == []
+    base = night.events[0]
+    events = tuple(
+        base.model_copy(update={"at_hours": at, "power_w": power, "budget_w": budget})
+        for at, power, budget in ((0.0, 180.0, 300.0), (2.0, 200.0, 200.0), (3.0, 250.0, 300.0), (4.0, 250.0, None))
+    )
+    view = pages.night_view(night.model_copy(update={"events": events}))
+    assert (view.peak.at.text, view.peak.power_w, view.peak.budget_w) == ("01:00", 250.0, 300.0)  # the first of two
+    assert view.peak.budget_of == "the night's budget" and view.peak.share == pytest.approx(250 / 300)
+    assert (view.tightest.at.text, view.tightest.share, view.tightest.budget_of) == ("00:00", 1.0, "the 00:00–01:00 window")
+    same = pages.night_view(night.model_copy(update={"events": events[1:2]}))
+    assert same.peak.at.text == "00:00" and same.tightest is None  # one instant: one line
 
 
 def test_an_unfinished_plan_page_reloads_itself_and_its_chart_is_409(client):
@@ -145,26 +246,25 @@ def test_an_unfinished_plan_page_reloads_itself_and_its_chart_is_409(client):
     assert client.get(f"/plans/{plan_id}/placement.png").status_code == 409
 
 
-@pytest.fixture
-def guarded(make_app):
-    return make_app(API_TOKEN="s3cret-token").test_client()
+def test_scripts_are_served_by_the_app_cached_by_digest_and_public(make_app):
+    client = make_app(API_TOKEN="s3cret-token").test_client()
+    assert client.get("/").status_code == 401  # the pages need the token (tests/hardening: how to give it)
+    html = client.get("/", headers={"Authorization": "Bearer s3cret-token"}).get_data(as_text=True)
+    css = re.search(r'href="(/assets/([0-9a-f]{16})/viewer.css)"', html)
+    assert css, html
+    for url, mimetype in ((css.group(1), "text/css"),):
+        response = client.get(url)  # no token: scripts and styles hold nothing secret
+        assert response.status_code == 200 and response.mimetype == mimetype
+        assert response.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    from api.viewer import ASSETS, _digest
 
-
-def test_pages_need_the_token_as_bearer_or_once_as_a_query_parameter(guarded):
-    login = page(guarded, "/", 401)
-    assert '<form method="get">' in login and 'name="token"' in login
-    assert guarded.get("/").headers["WWW-Authenticate"].startswith("Bearer")
-    assert "not the one" in page(guarded, "/?token=wrong", 401)
-    assert guarded.get("/plans/x/placement.png").status_code == 401
-    page(guarded, "/", headers={"Authorization": "Bearer s3cret-token"})
-    assert guarded.get("/static/viewer.css").status_code == 200  # the stylesheet is public
-
-    response = guarded.get("/plans/abc?token=s3cret-token&x=1&_external=1&plan_id=evil")
-    assert response.status_code == 303
-    assert response.headers["Location"] == "/plans/abc?x=1"
-    cookie = response.headers["Set-Cookie"]
-    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "s3cret-token" not in cookie
-    page(guarded, "/plans/abc", 404)  # the cookie now opens the pages
-    page(guarded, "/")
-    # the cookie is no bearer token for the API
-    assert guarded.get("/v1/plans").status_code == 401
+    for name in ("viewer.js", "vendor/chart.umd.min.js", "vendor/hammer.min.js", "vendor/chartjs-plugin-zoom.min.js"):
+        digest = _digest(name)
+        response = client.get(f"/assets/{digest}/{name}")
+        assert response.status_code == 200 and response.mimetype == "text/javascript"
+        assert response.data == (ASSETS / name).read_bytes()
+        assert "immutable" in response.headers["Cache-Control"]
+        stale = client.get(f"/assets/0000000000000000/{name}")  # an old page's digest: served, not cached for long
+        assert stale.status_code == 200 and "immutable" not in stale.headers["Cache-Control"]
+    assert client.get("/assets/0000000000000000/../viewer.py").status_code == 404
+    assert client.get("/assets/0000000000000000/nothing.js").status_code == 404

@@ -67,4 +67,20 @@ def night_queues(draw, max_jobs: int = 5) -> dict[str, Any]:
         d = devices[0]
         top = d["count"] * max(lv["cap_w"] for lv in d["power_levels"])
         power["domains"] = {"r0": round(d["count"] * d["idle_w"] + (top - d["count"] * d["idle_w"]) * 0.7)}
-    return workload(devices, jobs, power=power, options={"time_limit_s": 20, "mip_gap": 1e-6})
+    extra: dict[str, Any] = {}
+    if draw(st.booleans()):
+        d = draw(st.sampled_from(devices))
+        extra["failures"] = [
+            {
+                "device": d["id"],
+                "count": draw(st.integers(1, d["count"])),
+                "at_hours": draw(st.sampled_from([0.3, 1.0, 1.7])),
+                "repair_hours": draw(st.sampled_from([0.5, 2.0])),
+            }
+        ]
+        extra["defaults"] = {
+            "checkpoint_hours": draw(st.sampled_from([0.25, 1.0])),
+            "restart_hours": draw(st.sampled_from([0.0, 0.2])),
+            "elastic": draw(st.booleans()),
+        }
+    return workload(devices, jobs, power=power, options={"time_limit_s": 20, "mip_gap": 1e-6}, **extra)

@@ -14,7 +14,7 @@ from optsched.verify.timeline import verify_timeline
 from tests.night.test_night_exact import hand_queue, preemption_queue
 
 runner = CliRunner()
-OUTPUTS = {"timeline.json", "segments.csv", "summary.json", "gantt.png", "power.png"}
+OUTPUTS = {"timeline.json", "segments.csv", "summary.json", "gantt.png", "power.png", ".optsched-night"}
 
 
 def night(tmp_path, queue, out="plans/night", *extra):

@@ -84,6 +84,28 @@ def test_fifo_and_edf_timelines_are_the_hand_computed_ones():
     assert fifo.summary.soft_deadlines_missed == ("C",) and fifo.summary.hard_deadlines_missed == ()
 
 
+def test_easy_reserves_for_the_blocked_head_and_backfills_only_what_ends_before():
+    """4 devices; A (0-1 h) and B (0-3 h) hold two each. H (high, needs 4) is released at 0.5 h: blocked, it
+    reserves all 4 for 3 h. At 1 h C (0.5 h on 2 devices) ends before 3 h and backfills; D (4 h on 2) would
+    delay H and waits. FIFO instead starts H at 1 h on the 2 devices A frees."""
+    q = workload(
+        [device("g", "m", 4, [(100, 1.0)])],
+        [
+            job("A", work=2, p=1.0, max_devices=2),
+            job("B", work=6, p=1.0, max_devices=2),
+            job("H", work=4, p=1.0, max_devices=4, min_devices=2, priority="high", release_hours=0.5),
+            job("C", work=1, p=1.0, max_devices=2, priority="low", release_hours=0.5),
+            job("D", work=8, p=1.0, max_devices=2, priority="low", release_hours=0.5),
+        ],
+    )
+    easy = night_checked(q, "easy")
+    assert {j.job: (j.start_hours, j.finish_hours) for j in easy.jobs} == {
+        "A": (0, 1), "B": (0, 3), "C": (1, 1.5), "H": (3, 4), "D": (4, 8)
+    }
+    fifo = night_checked(q, "fifo")
+    assert next(j for j in fifo.jobs if j.job == "H").start_hours == 1.0
+
+
 def preemption_queue() -> dict:
     return workload(
         [device("g", "m", 2, [(100, 1.0)])],
@@ -173,7 +195,7 @@ def lookahead_queue() -> dict:
     )
 
 
-@pytest.mark.parametrize("policy", ["planner", "fifo", "edf"])
+@pytest.mark.parametrize("policy", ["planner", "fifo", "edf", "easy"])
 def test_no_job_starts_that_a_later_window_could_not_hold(policy):
     plan = night_checked(lookahead_queue(), policy)
     assert {j.job: (j.start_hours, j.finish_hours) for j in plan.jobs} == {"X": (0.0, 5.0), "Y": (3.0, 8.0)}

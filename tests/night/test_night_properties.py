@@ -9,7 +9,7 @@ from tests.night.conftest import night_checked
 from tests.night.night_factories import night_queues
 
 
-@settings(max_examples=40)
+@settings(max_examples=25)
 @given(night_queues())
 def test_every_planner_timeline_verifies_and_is_deterministic(queue):
     plan = night_checked(queue)
@@ -27,9 +27,16 @@ def test_every_baseline_timeline_verifies(first, second):
     for queue in (first, second):
         night_checked(queue, "fifo")
         night_checked(queue, "edf")
+        night_checked(queue, "easy")
 
 
 @settings(max_examples=15)
 @given(night_queues(max_jobs=4))
 def test_preemptive_timelines_verify(queue):
     night_checked(queue, preempt=True, restart_hours=0.25)
+
+
+@settings(max_examples=15)
+@given(night_queues(max_jobs=4))
+def test_timelines_that_wait_for_repairs_verify(queue):
+    night_checked(queue, on_failure="wait")

@@ -120,3 +120,9 @@ def test_unreadable_documents_are_invalid(text, message):
 
 def test_a_missing_file_is_invalid(tmp_path):
     assert "cannot read" in problems(tmp_path / "missing.json")[""]
+
+
+def test_two_levels_with_one_cap_are_ambiguous():
+    doc = valid()
+    doc["devices"][0]["power_levels"].append({"cap_w": 60.0, "speed": 0.5})
+    assert set(problems(doc)) == {"devices[0].power_levels"}

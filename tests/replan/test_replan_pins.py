@@ -13,14 +13,14 @@ from optsched.testing.factories import device, job, workload
 from tests.replan.conftest import plan_checked, replan_checked
 
 
-def fleet(**power):
-    return [device("fast", "fast", 2, [(200.0, 4.0)]), device("slow", "slow", 2, [(100.0, 1.0), (80.0, 0.9)])], power
+def fleet(fast_speed=4.0):
+    return [device("fast", "fast", 2, [(200.0, fast_speed)]), device("slow", "slow", 2, [(100.0, 1.0), (80.0, 0.9)])]
 
 
-def current_and_workload(power=None, **job_extra):
-    devices, _ = fleet()
-    full = workload(devices, [job("a", work=10.0, p=0.99, max_devices=2, **job_extra)], power=power or {})
-    only_slow = workload(devices, [job("a", work=10.0, p=0.99, max_devices=2, allowed_models=["slow"], **job_extra)],
+def current_and_workload(power=None, fast_speed=4.0):
+    devices = fleet(fast_speed)
+    full = workload(devices, [job("a", work=10.0, p=0.99, max_devices=2)], power=power or {})
+    only_slow = workload(devices, [job("a", work=10.0, p=0.99, max_devices=2, allowed_models=["slow"])],
                          power=power or {})
     current = plan_checked(only_slow)
     assert [(a.device, a.count) for a in current.placements[0].allocations] == [("slow", 2)]
@@ -52,10 +52,14 @@ def test_pinned_job_keeps_its_devices():
     assert result.moved == 0 and result.restart_hours == 0 and result.pins_impossible == ()
 
 
-def test_a_huge_move_cost_keeps_the_job_without_a_pin():
-    full, current = current_and_workload()
-    result = replan_checked(full, current, {}, move_cost_hours=1000)
+def test_a_small_gain_does_not_pay_for_the_move():
+    # fast at 1.02: moving gains 2 x (S(1.02) - S(1.0)) = 0.078, the move costs pi = 0.187 (h = 0.25 h): kept.
+    full, current = current_and_workload(fast_speed=1.02)
+    result = replan_checked(full, current, {})
     assert change_of(result, "a").kind is ChangeKind.kept and result.moved == 0
+    # Free moves (h = 0): the same change moves it, as planning afresh would.
+    free = replan_checked(full, current, {}, move_cost_hours=0)
+    assert change_of(free, "a").kind is ChangeKind.moved
 
 
 def test_zero_move_cost_plans_as_afresh():
@@ -87,16 +91,18 @@ def test_pin_impossible_under_the_budget_is_reported_and_the_job_shrinks():
 
 
 def test_recap_is_not_a_move():
-    full, current = current_and_workload(power={"budget_w": 1000}, allowed_models=["slow"])
-    result = replan_checked(full, current, {"budget_w": 170})
+    slow = workload(fleet()[1:], [job("a", work=10.0, p=0.99, max_devices=2)], power={"budget_w": 1000})
+    current = plan_checked(slow)
+    result = replan_checked(slow, current, {"budget_w": 170})
     a = change_of(result, "a")
+    # 2 x 100 W no longer fits; 100 + 80 W neither; 2 x 80 W does, on the same two devices.
+    assert [(x.device, x.count, x.cap_w) for x in a.after] == [("slow", 2, 80.0)]
     assert a.kind is ChangeKind.recapped and a.restart_hours == 0 and result.moved == 0
     assert a.reason is Reason.budget and "170 W" in a.detail
-    assert sorted(x.cap_w for x in a.after) == [80.0] or sum(x.cap_w * x.count for x in a.after) <= 170
 
 
 def test_started_stopped_and_removed_jobs():
-    devices, _ = fleet()
+    devices = fleet()
     base = workload(devices, [job("a", p=0.99, max_devices=2), job("b", p=0.5, max_devices=1, priority="low")])
     current = plan_checked(base)
     running = {p.job for p in current.placements if p.admitted}

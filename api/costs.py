@@ -1,0 +1,131 @@
+"""What one request may cost, from the server's OPTSCHED_MAX_* settings: the size of the documents it sends, the
+solver time it may hold, and the charts drawn for it. Every limit is checked before anything is stored or drawn
+and is published in the served OpenAPI document (`publish_limits`), so clients see the limits of this server.
+
+- workloads, night queues and verified plans: jobs, devices, device groups, power levels per group,
+  `options.time_limit_s` and placement variables (optsched.schema.limits.check_size; 422 naming the path);
+- the worst-case solve time of a resource, time limit x the solves it may run (OPTSCHED_MAX_SOLVE_S; 422);
+- night hours and frontier budgets (OPTSCHED_MAX_NIGHT_HOURS, OPTSCHED_MAX_BUDGETS; 422);
+- charts: rows and bars drawn in the HTTP process (OPTSCHED_MAX_CHART_ROWS / _BARS): a larger chart is not
+  drawn (409 saying so; the JSON document has every figure), so no request holds the chart lock for long.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from flask import current_app
+
+from api.errors import ApiProblem
+from optsched.infra.store import ResourceKind
+from optsched.schema.errors import FieldError, InvalidWorkload
+from optsched.schema.limits import Limits, check_size
+from optsched.schema.workload import Workload
+from optsched.service.resources import check_solve_budget
+
+
+def limits(config: Any = None) -> Limits:
+    c = current_app.config if config is None else config
+    return Limits(
+        jobs=c["MAX_JOBS"],
+        devices=c["MAX_DEVICES"],
+        device_groups=c["MAX_DEVICE_GROUPS"],
+        levels=c["MAX_LEVELS"],
+        time_limit_s=c["MAX_TIME_LIMIT_S"],
+        variables=c["MAX_VARIABLES"],
+    )
+
+
+def check_workload(workload: Workload, *, path: str = "", jobs: int | None = None) -> None:
+    """422 (InvalidWorkload) when the workload is above one of this server's size limits."""
+    check_size(workload, limits(), path=path, jobs=jobs)
+
+
+def check_solve(kind: ResourceKind, document: dict[str, Any], params: dict[str, Any], *, path: str = "") -> None:
+    """422 when the resource may hold a solver longer than OPTSCHED_MAX_SOLVE_S."""
+    check_solve_budget(kind, document, params, current_app.config["MAX_SOLVE_S"], path=path)
+
+
+def check_at_most(value: float, setting: str, path: str, what: str) -> None:
+    """422 at `path` when `value` is above the setting OPTSCHED_<setting>."""
+    limit = current_app.config[setting]
+    if value > limit:
+        message = f"{value:,g} {what}, above the limit of {limit:,g} (OPTSCHED_{setting})"
+        raise InvalidWorkload([FieldError(path, message)])
+
+
+def check_chart(name: str, rows: int, bars: int) -> None:
+    """409 (the chart is not drawn) when it would have more rows or bars than this server draws."""
+    max_rows, max_bars = current_app.config["MAX_CHART_ROWS"], current_app.config["MAX_CHART_BARS"]
+    if rows > max_rows or bars > max_bars:
+        raise ApiProblem(
+            409,
+            f"{name} is not drawn for this size ({rows:,} rows, {bars:,} bars; this server draws at most {max_rows:,} "
+            f"rows and {max_bars:,} bars: OPTSCHED_MAX_CHART_ROWS/_BARS); the JSON resource holds every figure",
+        )
+
+
+def chart_size(draw: Callable[[Any], bytes], document: Any) -> tuple[int, int]:
+    """(rows, bars) the chart `draw` would draw for `document`; a chart this module does not know counts as one
+    row per top-level item of the document's largest list."""
+    size = _CHART_SIZES.get(getattr(draw, "__name__", ""))
+    return size(document) if size is not None else (0, 0)
+
+
+def _gantt_size(plan: Any) -> tuple[int, int]:
+    rows = sum(u.count for u in plan.summary.device_utilisation)
+    bars = sum(len(a.devices) for job in plan.jobs for seg in job.segments for a in seg.allocations)
+    return rows, bars
+
+
+def _power_size(plan: Any) -> tuple[int, int]:
+    lines = 1 + len(plan.power.domains) + len(plan.summary.peak_power_by_domain)
+    return lines, lines * len(plan.events)
+
+
+def _placement_size(plan: Any) -> tuple[int, int]:
+    return len(plan.placements), sum(len(p.allocations) for p in plan.placements)
+
+
+def _frontier_size(frontier: Any) -> tuple[int, int]:
+    return 1, len(frontier.points)
+
+
+# Chart functions by name (optsched.charts, optsched.explain.frontier) -> their size.
+_CHART_SIZES: dict[str, Callable[[Any], tuple[int, int]]] = {
+    "gantt_png": _gantt_size,
+    "power_png": _power_size,
+    "placement_png": _placement_size,
+    "plot_frontier": _frontier_size,
+}
+
+
+# Where each limit shows in the OpenAPI document: (schema, property, keyword, setting).
+_PUBLISHED = (
+    ("Workload", "jobs", "maxItems", "MAX_JOBS"),
+    ("NightQueue", "jobs", "maxItems", "MAX_JOBS"),
+    ("Workload", "devices", "maxItems", "MAX_DEVICE_GROUPS"),
+    ("NightQueue", "devices", "maxItems", "MAX_DEVICE_GROUPS"),
+    ("DeviceGroup", "power_levels", "maxItems", "MAX_LEVELS"),
+    ("DeviceGroup", "count", "maximum", "MAX_DEVICES"),
+    ("DeviceFailure", "count", "maximum", "MAX_DEVICES"),
+    ("Options", "time_limit_s", "maximum", "MAX_TIME_LIMIT_S"),
+    ("NightPlanRequest", "hours", "maximum", "MAX_NIGHT_HOURS"),
+    ("NightPlanRequest", "restart_hours", "maximum", "MAX_NIGHT_HOURS"),
+    ("FrontierRequest", "budgets", "maxItems", "MAX_BUDGETS"),
+    ("Plan", "placements", "maxItems", "MAX_JOBS"),
+)
+
+
+def publish_limits(spec: dict[str, Any], config: Any) -> None:
+    """Write this server's limits into the request schemas of `spec` (in place), tightening what the models say."""
+    schemas = spec.get("components", {}).get("schemas", {})
+    for schema, prop, keyword, setting in _PUBLISHED:
+        target = schemas.get(schema, {}).get("properties", {}).get(prop)
+        if target is None:
+            continue
+        for node in (target, *target.get("anyOf", [])):
+            kind = node.get("type")
+            if (keyword == "maxItems" and kind == "array") or (keyword == "maximum" and kind in ("integer", "number")):
+                value = int(config[setting]) if kind in ("array", "integer") else float(config[setting])
+                node[keyword] = min(node.get(keyword, value), value)

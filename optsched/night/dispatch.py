@@ -1,0 +1,402 @@
+"""The planner's dispatch policy: completion-aware starts with reservations and backfilling, priority protection
+and elastic growth, one event at a time through the shared engine.
+
+At each event the ready jobs are taken in order (urgent hard jobs first: those whose effective deadline is at
+risk and critical/high jobs without a deadline that have waited longer than their bound; then by priority,
+effective deadline and weighted shortest remaining time, or by a variant order). For each job:
+
+* *now*: its fastest allocation on the free devices (as many of the fastest eligible ones as it may use, at the
+  highest caps whose draw fits every budget in force until it would end: the domain budgets and the global
+  budget at every window start before its end, with the running jobs' draws);
+* *wait*: its best finish if it waited for the devices the running jobs will free (their expected ends);
+* it starts now if that does not finish it later than waiting (an urgent job always starts), unless the
+  devices belong to an earlier job's reservation; otherwise it reserves the devices it waits for, and later
+  jobs may start in front of it only if they end before the reservation or use devices it leaves over
+  (EASY's rule, with up to `reservations` reservations).
+
+Effective deadlines are propagated backwards along `after` chains (a predecessor must end in time for its
+successors to run at their best speed). After the starts, elastic running jobs may grow onto (or move to)
+free devices no reservation needs, when the finish they gain exceeds the restart they pay.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from optsched.night.engine import Decision, View
+from optsched.night.fleet import Fleet, Use, Uses
+from optsched.schema.tolerances import TIME_TOL_HOURS
+from optsched.schema.workload import PRIORITY_WEIGHT
+
+# A job starts now unless waiting finishes it more than this (hours, and this share of its remaining run) earlier.
+WAIT_GAIN_HOURS = 0.05
+WAIT_GAIN_SHARE = 0.05
+# Instants (running jobs' ends) looked at when estimating what waiting gives.
+WAIT_HORIZON_EVENTS = 12
+# A hard job is urgent once its slack (effective deadline - now - fastest run) is below this many hours.
+URGENT_SLACK_HOURS = 0.5
+# An elastic job grows or moves only if it gains at least its restart plus this share of its remaining run.
+GROW_GAIN_SHARE = 0.10
+
+
+@dataclass(frozen=True)
+class _Option:
+    uses: Uses
+    end: float
+
+
+class DispatchPolicy:
+    """Completion-aware list dispatch with reservations, backfilling, priority protection and elastic growth."""
+
+    def __init__(
+        self,
+        name: str = "dispatch",
+        *,
+        order: str = "priority",
+        reservations: int = 1,
+        grow: bool = True,
+        sizing: str = "most",
+        completion_aware: bool = True,
+    ):
+        if order not in ORDERS:
+            raise ValueError(f"unknown order {order!r}; choose one of {sorted(ORDERS)}")
+        if sizing not in ("most", "efficient"):
+            raise ValueError(f"unknown sizing {sizing!r}; choose 'most' or 'efficient'")
+        self.name = name
+        self.order = order
+        self.reservations = reservations
+        self.grow = grow
+        self.sizing = sizing  # most: as many devices as it may use; efficient: at most efficient_devices()
+        self.completion_aware = completion_aware  # else a job starts whenever it can (EASY's rule)
+
+    def decide(self, view: View) -> Decision:
+        fleet = view.fleet
+        uses: dict[int, Uses] = {r.job: r.uses for r in view.running}
+        ends = {r.job: view.finish_at(r) for r in view.running}
+        free = list(view.free)
+        held: list[tuple[float, list[int], Uses]] = []  # reservations: (instant, devices left over then, its devices)
+        stalled = {r.job: r for r in view.stalled}
+        urgent = {j for j in view.ready if is_urgent(view, j)}
+        for j in sorted(view.ready, key=lambda j: (j not in urgent, *ORDERS[self.order](view, j))):
+            if not any(free) and len(held) >= self.reservations:
+                break  # nothing is free and no reservation is left to give: no later job can change anything
+            most = efficient_devices(fleet, j) if self.sizing == "efficient" else None
+            now = best_now(view, j, free, uses, ends, stalled, most=most)
+            if now is None and len(held) >= self.reservations:
+                continue  # it cannot start and there is no reservation left to give it
+            patient = j not in urgent and (self.completion_aware or now is None)
+            wait = wait_option(view, j, free, uses, ends, held, most=most) if patient else None
+            gain = wait_gain(view, now.end) if now else 0.0
+            if now is not None and (wait is None or now.end <= wait.end + gain):
+                if _allowed(now, held):
+                    _take(j, now, uses, ends, free, held)
+                    continue
+            if wait is not None and len(held) < self.reservations:
+                at = _instant(wait, view, j)
+                spare = _free_then(view, free, uses, ends, at, held)
+                for u in wait.uses:
+                    spare[u.group] -= u.count
+                held.append((at, spare, wait.uses))
+        if self.grow:
+            grow_elastic(view, uses, ends, free, held)
+        recap_to_fit(view, uses)
+        return Decision(uses, solve=self.name)
+
+
+def wait_option(
+    view: View,
+    j: int,
+    free,
+    uses,
+    ends,
+    held=(),
+    *,
+    remaining: float | None = None,
+    restart: float | None = None,
+    most: int | None = None,
+) -> _Option | None:
+    """The earliest finish job j could get by waiting for devices the running jobs free (top caps, no power);
+    `remaining` and `restart` default to the ready job's."""
+    fleet = view.fleet
+    instants = sorted({e for e in ends.values() if view.t + TIME_TOL_HOURS < e < math.inf})[:WAIT_HORIZON_EVENTS]
+    best: _Option | None = None
+    restart = view.restart_of(j) if restart is None else restart
+    remaining = view.remaining[j] if remaining is None else remaining
+    for at in instants:
+        then = _free_then(view, free, uses, ends, at, held)
+        option = _fastest(fleet, j, then, top=True, k=most)
+        if option is None:
+            continue
+        end = at + restart + remaining / fleet.speedup(j, option)
+        if best is None or end < best.end - TIME_TOL_HOURS:
+            best = _Option(option, end)
+    return best
+
+
+def now_end(view: View, j: int, free, remaining: float, restart: float) -> float:
+    """When job j would end on its fastest free devices at top caps (power aside); inf if it cannot start."""
+    option = _fastest(view.fleet, j, free, top=True)
+    if option is None:
+        return math.inf
+    return view.t + restart + remaining / view.fleet.speedup(j, option)
+
+
+def wait_gain(view: View, end: float) -> float:
+    """Hours by which waiting must beat starting now before a job waits."""
+    return WAIT_GAIN_HOURS + WAIT_GAIN_SHARE * max(0.0, end - view.t)
+
+
+def priority_key(view: View, j: int) -> tuple:
+    return (not is_urgent(view, j), *_priority_key(view, j))
+
+
+def _instant(wait: _Option, view: View, j: int) -> float:
+    s = view.fleet.speedup(j, wait.uses)
+    return wait.end - view.restart_of(j) - view.remaining[j] / s
+
+
+def _free_then(view: View, free, uses, ends, at: float, held) -> list[int]:
+    """Devices per group free at `at`: free now plus those of jobs ending by then, less earlier reservations."""
+    then = list(free)
+    for i, us in uses.items():
+        if ends[i] <= at + TIME_TOL_HOURS:
+            for u in us:
+                then[u.group] += u.count
+    for when, _, reserved in held:
+        if when <= at + TIME_TOL_HOURS:
+            for u in reserved:
+                then[u.group] -= u.count
+    return [max(0, n) for n in then]
+
+
+def _allowed(option: _Option, held) -> bool:
+    """A start may not delay a reservation: it ends before it, or uses only devices the reservation leaves over."""
+    return all(option.end <= at + TIME_TOL_HOURS or all(u.count <= spare[u.group] for u in option.uses) for at, spare, _ in held)
+
+
+def _take(j: int, option: _Option, uses, ends, free, held) -> None:
+    uses[j], ends[j] = option.uses, option.end
+    for u in option.uses:
+        free[u.group] -= u.count
+    for at, spare, _ in held:
+        if option.end > at + TIME_TOL_HOURS:
+            for u in option.uses:
+                spare[u.group] -= u.count
+
+
+def _fastest(fleet: Fleet, j: int, free, *, top: bool, k: int | None = None, rank: int = 0) -> Uses | None:
+    """Job j's k (default: as many as it may use) fastest devices among `free`, each group at its `rank`-th
+    highest cap (0: the highest); None if fewer than min_devices are free."""
+    job = fleet.jobs[j]
+    groups = fleet.groups_by_speed[j]
+    most = sum(free[g] for g in groups)
+    if job.max_devices is not None:
+        most = min(most, job.max_devices)
+    if k is not None:
+        most = min(most, k)
+    if most < job.min_devices or most <= 0:
+        return None
+    out, left = [], most
+    for g in groups:
+        n = min(free[g], left)
+        if n > 0:
+            out.append(Use(g, fleet.fastest_level(j, g) if top else _level_by_rank(fleet, g, rank), n))
+            left -= n
+    return tuple(sorted(out))
+
+
+def _level_by_rank(fleet: Fleet, g: int, rank: int) -> int:
+    levels = fleet.queue.devices[g].power_levels
+    order = sorted(range(len(levels)), key=lambda lv: (-levels[lv].cap_w, -levels[lv].speed, lv))
+    return order[min(rank, len(order) - 1)]
+
+
+def best_now(view: View, j: int, free, uses, ends, stalled=None, most: int | None = None) -> _Option | None:
+    """Job j's earliest finish on the free devices (at most `most`) at caps whose draw fits every budget until it
+    ends."""
+    fleet = view.fleet
+    restart = view.restart_of(j)
+    widest = _fastest(fleet, j, free, top=True, k=most)
+    if widest is None:
+        return None
+    n = sum(u.count for u in widest)
+    ranks = max(len(fleet.queue.devices[u.group].power_levels) for u in widest)
+    best: _Option | None = None
+    for k in range(n, fleet.jobs[j].min_devices - 1, -1):
+        for rank in range(ranks):  # at k devices, each lower cap is slower: the first that fits is k's best
+            option = _fastest(fleet, j, free, top=rank == 0, k=k, rank=rank)
+            if option is None:
+                return best
+            end = view.t + restart + view.remaining[j] / fleet.speedup(j, option)
+            if best is not None and end >= best.end - TIME_TOL_HOURS:
+                if rank == 0:
+                    return best  # fewer devices cannot end sooner either
+                break
+            if fits(view, option, end, uses, ends, stalled=stalled):
+                best = _Option(option, end)
+                if rank == 0:
+                    return best
+                break
+    return best
+
+
+def fits(view: View, candidate: Uses, end: float, uses, ends, without: int | None = None, stalled=None) -> bool:
+    """The candidate's draw, with the running jobs' (but `without`'s) and that of jobs resuming after a repair
+    (`stalled`, from their resumption), fits the domain budgets now and when a stalled job resumes, and the
+    global budget in force now, at every window start and at every resumption before it ends."""
+    fleet = view.fleet
+    others = {i: u for i, u in uses.items() if i != without}
+    stalled = stalled or {}
+    resumes = [r.since for r in stalled.values() if view.t < r.since < end - TIME_TOL_HOURS]
+    instants = [view.t] + sorted(
+        {b for b in fleet.boundaries if view.t + TIME_TOL_HOURS < b < end - TIME_TOL_HOURS} | set(resumes)
+    )
+    for at in instants:
+        still = [u for i, u in others.items() if at == view.t or ends[i] > at + TIME_TOL_HOURS]
+        still += [r.uses for r in stalled.values() if r.since <= at + TIME_TOL_HOURS]
+        total, by_domain = fleet.power([*still, candidate])
+        if any(by_domain.get(d, 0.0) > b + 1e-9 for d, b in fleet.queue.power.domains.items()):
+            return False
+        budget = fleet.budget_at(at)
+        if budget is not None and total > budget + 1e-9:
+            return False
+    return True
+
+
+def grow_elastic(view: View, uses: dict[int, Uses], ends: dict[int, float], free: list[int], held) -> list[int]:
+    """Elastic running jobs take free devices no reservation needs (or move to faster ones) when that ends them
+    earlier by more than their restart costs plus GROW_GAIN_SHARE of their remaining run; returns the jobs grown."""
+    fleet = view.fleet
+    grown = []
+    by_job = {r.job: r for r in view.running}
+    for r in sorted(view.running, key=lambda r: (-(ends[r.job] - view.t), r.job)):
+        i = r.job
+        if not fleet.elastic(i) or r.restart_left > 0 or uses.get(i) != r.uses or not any(free):
+            continue
+        pool = list(free)
+        for u in r.uses:
+            pool[u.group] += u.count
+        option = _fastest(fleet, i, pool, top=True)
+        if option is None or _counts(option) == _counts(r.uses):
+            continue
+        cost = fleet.restart_hours(i)
+        end = view.t + cost + by_job[i].remaining / fleet.speedup(i, option)
+        if end > ends[i] - cost - GROW_GAIN_SHARE * (ends[i] - view.t):
+            continue
+        extra = [0] * len(free)
+        for u in option:
+            extra[u.group] += u.count
+        for u in r.uses:
+            extra[u.group] -= u.count
+        candidate = _Option(option, end)
+        delta = tuple(Use(g, 0, n) for g, n in enumerate(extra) if n > 0)
+        stalled = {s.job: s for s in view.stalled}
+        if not _allowed(_Option(delta, end), held) or not fits(view, option, end, uses, ends, without=i, stalled=stalled):
+            continue
+        uses[i], ends[i] = candidate.uses, candidate.end
+        for g, n in enumerate(extra):
+            free[g] -= n
+        grown.append(i)
+    return grown
+
+
+def recap_to_fit(view: View, uses: dict[int, Uses]) -> None:
+    """If the draw breaks a budget in force now (a job a failure delayed runs on into a lower budget), lower caps
+    one step at a time, lowest priority and most drawing first, until it fits (or nothing can go lower)."""
+    fleet = view.fleet
+    budget = fleet.budget_at(view.t)
+    while True:
+        total, by_domain = fleet.power(list(uses.values()))
+        over = {d for d, b in fleet.queue.power.domains.items() if by_domain.get(d, 0.0) > b + 1e-9}
+        if not over and (budget is None or total <= budget + 1e-9):
+            return
+        choices = [
+            (PRIORITY_WEIGHT[fleet.jobs[i].priority], -fleet.extra_w(us), i, k, lv)
+            for i, us in uses.items()
+            for k, u in enumerate(us)
+            for lv in [fleet.next_lower_cap_level(u.group, u.level)]
+            if lv is not None and (not over or fleet.queue.devices[u.group].domain in over)
+        ]
+        if not choices:
+            return
+        _, _, i, k, lv = min(choices)
+        us = list(uses[i])
+        us[k] = Use(us[k].group, lv, us[k].count)
+        uses[i] = tuple(sorted(us))
+
+
+def efficient_devices(fleet: Fleet, j: int) -> int:
+    """The most devices at which job j's Amdahl efficiency S(k) / k = 1 / ((1 - p) k + p) stays >= 1/2, i.e.
+    k <= (2 - p) / (1 - p) (all it may use when p = 1), within min_devices..max_devices."""
+    job = fleet.jobs[j]
+    p = job.parallel_fraction
+    k = fleet.max_devices(j) if p >= 1.0 else math.floor((2 - p) / (1 - p) + 1e-9)
+    if job.max_devices is not None:
+        k = min(k, job.max_devices)
+    return max(job.min_devices, k)
+
+
+def _counts(uses: Uses) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for u in uses:
+        out[u.group] = out.get(u.group, 0) + u.count
+    return out
+
+
+def is_urgent(view: View, j: int, remaining: float | None = None, restart: float | None = None) -> bool:
+    """A hard job whose effective deadline is at risk, or a critical/high job without one past its wait bound."""
+    fleet = view.fleet
+    job = fleet.jobs[j]
+    if not job.is_hard:
+        return False
+    deadline = fleet.effective_deadline(j)
+    if deadline is not None:
+        best = fleet.best_speedup(j)
+        left = view.remaining[j] if remaining is None else remaining
+        run = left / best if best > 0 else math.inf
+        return deadline - view.t - (view.restart_of(j) if restart is None else restart) - run < URGENT_SLACK_HOURS
+    bound = fleet.queue.defaults.max_wait_hours.get(job.priority.value)
+    since = view.ready_since.get(j, view.t)
+    return bound is not None and view.t - since >= bound - TIME_TOL_HOURS
+
+
+def _priority_key(view: View, j: int) -> tuple:
+    """Priority class, then effective deadline, then weighted shortest remaining time."""
+    fleet = view.fleet
+    job = fleet.jobs[j]
+    deadline = fleet.effective_deadline(j)
+    return (-PRIORITY_WEIGHT[job.priority], math.inf if deadline is None else deadline, -_wspt(view, j), j)
+
+
+def _deadline_key(view: View, j: int) -> tuple:
+    """Effective deadline (hard before soft), then priority, then weighted shortest remaining time."""
+    fleet = view.fleet
+    job = fleet.jobs[j]
+    deadline = fleet.effective_deadline(j)
+    return (deadline is None, not job.is_hard, math.inf if deadline is None else deadline, -PRIORITY_WEIGHT[job.priority], -_wspt(view, j), j)
+
+
+def _wspt_key(view: View, j: int) -> tuple:
+    """Weighted shortest remaining time first (priority weight x weight / fastest remaining run)."""
+    return (-_wspt(view, j), j)
+
+
+def _hybrid_key(view: View, j: int) -> tuple:
+    """Hard jobs with an effective deadline first, earliest deadline first; every other job by weighted shortest
+    remaining time."""
+    fleet = view.fleet
+    deadline = fleet.effective_deadline(j)
+    if fleet.jobs[j].is_hard and deadline is not None:
+        return (0, deadline, j)
+    return (1, -_wspt(view, j), j)
+
+
+def _wspt(view: View, j: int) -> float:
+    fleet = view.fleet
+    best = fleet.best_speedup(j)
+    run = view.remaining[j] / best if best > 0 else math.inf
+    return fleet.jobs[j].objective_weight / max(run, 1e-9)
+
+
+ORDERS = {"priority": _priority_key, "deadline": _deadline_key, "wspt": _wspt_key, "hybrid": _hybrid_key}

@@ -1,0 +1,157 @@
+"""`plan_night`: several candidate policies through the same engine, and the best timeline among them.
+
+The candidates (every one deterministic, every timeline checked by the same rules):
+
+* `milp`: event-driven re-planning with the core MILP (optsched.night.milp.MilpPolicy): completion-aware starts,
+  weighted-shortest-remaining-time weights, effective deadlines and aging, slack against later windows,
+  elastic growth of running jobs; for queues of at most MILP_MAX_JOBS jobs;
+* `milp-classic`: the same MILP with the slowdown guard, plain priority weights and no growth (the planner
+  before issue 13); for queues of at most CLASSIC_MAX_JOBS jobs;
+* `dispatch-priority`, `-deadline`, `-wspt`, `-hybrid`: completion-aware dispatch with reservations,
+  backfilling and elastic growth (optsched.night.dispatch.DispatchPolicy) in four job orders;
+* `dispatch-efficient`: dispatch in priority order that starts a job whenever it fits (EASY's rule) on at most
+  as many devices as keep its Amdahl efficiency >= 1/2; for queues of at most EFFICIENT_MAX_JOBS jobs.
+
+The timeline kept is the best by (hard deadlines missed, jobs never run, weighted mean completion, soft
+deadlines missed, makespan, energy), the candidates' order breaking ties. `NightPlan.chosen` names it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from optsched.night.dispatch import DispatchPolicy
+from optsched.night.engine import OnFailure, Policy, ProgressCallback, simulate
+from optsched.night.milp import (
+    NIGHT_MIP_GAP,
+    NIGHT_TIME_LIMIT_S,
+    MilpPolicy,
+    night_warnings,
+    validate_night,
+)
+from optsched.schema.errors import FieldError, InvalidWorkload
+from optsched.schema.night import NightPlan, NightQueue
+from optsched.schema.workload import Workload
+
+logger = logging.getLogger(__name__)
+
+# Queues with more jobs are planned without the MILP candidates: an event's MILP costs 0.1-1 s there, and a
+# 120-job night must plan in 20 s on 2 cores (bench/results/night.md).
+MILP_MAX_JOBS = 100
+CLASSIC_MAX_JOBS = 100
+EFFICIENT_MAX_JOBS = 150
+DISPATCH_ORDERS = ("priority", "deadline", "wspt", "hybrid")
+CANDIDATE_NAMES = ("milp", "milp-classic", *(f"dispatch-{order}" for order in DISPATCH_ORDERS), "dispatch-efficient")
+
+
+def plan_night(
+    queue: NightQueue | Workload | Mapping[str, Any] | str | Path,
+    *,
+    start: datetime | str,
+    hours: float,
+    preempt: bool = False,
+    restart_hours: float = 0.1,
+    on_failure: OnFailure = "replan",
+    time_limit_s: float | None = None,
+    mip_gap: float | None = None,
+    candidates: tuple[str, ...] | None = None,
+    progress: ProgressCallback | None = None,
+) -> NightPlan:
+    """Plan the night's queue as a timeline (deterministic). Raises InvalidWorkload; never fails for one job.
+
+    `queue` is a NightQueue (a plain Workload is read as one), a dict, a JSON path or JSON text; `start` a
+    datetime or ISO 8601 text; `hours` the night's length. `restart_hours` is the restart cost of jobs whose
+    queue sets none; `on_failure` "replan" plans a job a device failure stops again at once, "wait" lets it
+    wait for the repair (the static reference). `time_limit_s` and `mip_gap` apply to each event's MILP; by
+    default the queue's options when it sets them, else NIGHT_TIME_LIMIT_S and NIGHT_MIP_GAP; a solve that
+    stops at its time limit makes the result depend on the machine's speed (summary.decisions_at_time_limit).
+    `candidates` restricts the candidate policies by name (default: all that the queue's size allows).
+    """
+    workload, begin = validate_night(
+        queue, start=start, hours=hours, restart_hours=restart_hours, time_limit_s=time_limit_s, mip_gap=mip_gap
+    )
+    if on_failure not in ("replan", "wait"):
+        raise InvalidWorkload([FieldError("on_failure", f"must be 'replan' or 'wait', not {on_failure!r}")])
+    given = workload.options.model_fields_set if "options" in workload.model_fields_set else set()
+    if time_limit_s is None:
+        time_limit_s = workload.options.time_limit_s if "time_limit_s" in given else NIGHT_TIME_LIMIT_S
+    if mip_gap is None:
+        mip_gap = workload.options.mip_gap if "mip_gap" in given else NIGHT_MIP_GAP
+    policies = candidate_policies(workload, time_limit_s=time_limit_s, mip_gap=mip_gap)
+    if candidates is not None:
+        unknown = sorted(set(candidates) - set(CANDIDATE_NAMES))
+        if unknown or not candidates:
+            message = f"unknown candidate policies {unknown}; choose from {list(CANDIDATE_NAMES)}" if unknown else "name at least one"
+            raise InvalidWorkload([FieldError("candidates", message)])
+        policies = [
+            p for p in candidate_policies(workload, time_limit_s=time_limit_s, mip_gap=mip_gap, every=True) if p.name in candidates
+        ]
+    best: tuple[tuple, NightPlan] | None = None
+    warnings = night_warnings(workload)
+    for k, policy in enumerate(policies):
+        plan = simulate(
+            workload,
+            policy,
+            start=begin,
+            hours=hours,
+            preempt=preempt,
+            restart_hours=restart_hours,
+            on_failure=on_failure,
+            progress=progress,
+            warnings=warnings,
+        )
+        key = (*score(plan), k)
+        logger.debug("night candidate %s: %s", policy.name, key)
+        if best is None or key < best[0]:
+            best = (key, plan)
+    assert best is not None
+    chosen = best[1]
+    return chosen.model_copy(
+        update={
+            "policy": "planner",
+            "chosen": chosen.policy,
+            "summary": chosen.summary.model_copy(update={"policy": "planner"}),
+        }
+    )
+
+
+def score(plan: NightPlan) -> tuple:
+    """(hard deadlines missed, jobs never run, weighted mean completion, soft misses, makespan, energy): lower wins."""
+    s = plan.summary
+    wmct = s.weighted_mean_completion_hours
+    return (
+        len(s.hard_deadlines_missed),
+        len(s.never_ran),
+        math.inf if wmct is None else round(wmct, 9),
+        len(s.soft_deadlines_missed),
+        round(s.makespan_hours, 9),
+        round(s.energy_kwh, 9),
+    )
+
+
+def candidate_policies(queue: NightQueue, *, time_limit_s: float, mip_gap: float, every: bool = False) -> list[Policy]:
+    """The candidate policies for this queue (by its size; `every`: all of them)."""
+    n = len(queue.jobs)
+    out: list[Policy] = []
+    if every or n <= MILP_MAX_JOBS:
+        out.append(MilpPolicy(time_limit_s=time_limit_s, mip_gap=mip_gap, name="milp"))
+    if every or n <= CLASSIC_MAX_JOBS:
+        out.append(
+            MilpPolicy(
+                time_limit_s=time_limit_s,
+                mip_gap=mip_gap,
+                completion_aware=False,
+                elastic=False,
+                weighting="priority",
+                name="milp-classic",
+            )
+        )
+    out += [DispatchPolicy(f"dispatch-{order}", order=order) for order in DISPATCH_ORDERS]
+    if every or n <= EFFICIENT_MAX_JOBS:
+        out.append(DispatchPolicy("dispatch-efficient", order="priority", sizing="efficient", completion_aware=False))
+    return out

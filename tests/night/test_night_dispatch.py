@@ -1,0 +1,132 @@
+"""The planner over time: completion-aware starts, elastic growth, effective deadlines, and the best of its
+candidate policies (each timeline through the verifier)."""
+
+from __future__ import annotations
+
+import pytest
+
+from optsched.night.fleet import Fleet
+from optsched.night.planner import CANDIDATE_NAMES, score
+from optsched.schema.night import NightQueue
+from optsched.testing.factories import device, job, workload
+from tests.night.conftest import night_checked
+from tests.night.test_night_exact import hand_queue
+
+
+def fast_and_slow() -> dict:
+    """2 slow devices (speed 0.5) and 2 fast ones (speed 2); X holds the fast ones 0-1 h. L (8 h of work, p = 1,
+    2 devices) ends at 8 h if it starts at once on the slow ones, at 1 + 8 / 4 = 3 h if it waits for the fast."""
+    return workload(
+        [device("slow", "s", 2, [(100, 0.5)]), device("fast", "f", 2, [(300, 2.0)])],
+        [
+            job("X", work=4, p=1.0, max_devices=2, allowed_models=["f"]),
+            job("L", work=8, p=1.0, max_devices=2),
+        ],
+    )
+
+
+@pytest.mark.parametrize("candidate", ["dispatch-priority", "dispatch-wspt"])
+def test_a_job_waits_for_faster_devices_when_that_ends_it_sooner(candidate):
+    plan = night_checked(fast_and_slow(), candidates=(candidate,))
+    assert {j.job: (j.start_hours, j.finish_hours) for j in plan.jobs} == {"X": (0.0, 1.0), "L": (1.0, 3.0)}
+    assert plan.jobs[1].segments[0].allocations[0].device == "fast"
+
+
+def test_the_milp_moves_a_job_off_slow_devices_as_soon_as_fast_ones_free_up():
+    """Deciding X and L at the same instant, the MILP starts L on the slow devices; at 1 h L (elastic) moves to
+    the fast ones: 1 h of work done, 0.1 h restart, 7 h of work at S = 4: it ends at 2.85 h, before 3 h."""
+    plan = night_checked(fast_and_slow(), candidates=("milp",), restart_hours=0.1)
+    l = plan.jobs[1]
+    assert [(s.from_hours, pytest.approx(s.to_hours), s.restart, s.allocations[0].device) for s in l.segments] == [
+        (0.0, 1.0, False, "slow"),
+        (1.0, 1.1, True, "fast"),
+        (pytest.approx(1.1), 2.85, False, "fast"),
+    ]
+
+
+def grow_queue(elastic: bool) -> dict:
+    """4 devices (speed 1); A (high, 9 h of work, 3 devices) runs 0-3 h. B (4 h, p = 1, up to 4 devices) starts at once
+    on the free one (ending at 4 h, no later than waiting for A). At 3 h A ends: elastic, B grows to 4 devices,
+    restarts (0.1 h) and does its last hour of work in 0.25 h, ending at 3.35 h."""
+    return workload(
+        [device("g", "m", 4, [(100, 1.0)])],
+        [job("A", work=9, p=1.0, max_devices=3, priority="high"), job("B", work=4, p=1.0, max_devices=4, elastic=elastic)],
+    )
+
+
+def test_an_elastic_job_grows_onto_freed_devices_paying_its_restart():
+    plan = night_checked(grow_queue(True), candidates=("dispatch-priority",), restart_hours=0.1)
+    b = next(j for j in plan.jobs if j.job == "B")
+    assert [(s.from_hours, pytest.approx(s.to_hours), s.restart, sum(len(a.devices) for a in s.allocations)) for s in b.segments] == [
+        (0.0, 3.0, False, 1),
+        (3.0, 3.1, True, 4),
+        (pytest.approx(3.1), 3.35, False, 4),
+    ]
+    assert b.restarts == 1 and next(e for e in plan.events if e.at_hours == 3.0).moved == ("B",)
+
+
+def test_a_job_marked_not_elastic_keeps_its_devices():
+    plan = night_checked(grow_queue(False), candidates=("dispatch-priority",), restart_hours=0.1)
+    b = next(j for j in plan.jobs if j.job == "B")
+    assert [(s.from_hours, s.to_hours) for s in b.segments] == [(0.0, 4.0)] and b.restarts == 0
+
+
+def test_deadlines_propagate_backwards_along_after_chains():
+    q = NightQueue.load(
+        workload(
+            [device("g", "m", 2, [(100, 1.0)])],
+            [
+                job("prep", work=1, p=1.0, max_devices=1),
+                job("train", work=4, p=1.0, after=["prep"]),
+                job("eval", work=1, p=1.0, max_devices=1, after=["train"], deadline_hours=6),
+                job("free", work=1),
+            ],
+        )
+    )
+    # eval needs 1 h at best: train must end by 5 h; train needs 2 h on both devices: prep by 3 h.
+    assert Fleet(q).effective_deadlines == (3.0, 5.0, 6.0, None)
+
+
+def test_the_planner_keeps_the_best_of_its_candidates():
+    plan = night_checked(hand_queue())
+    assert plan.policy == "planner" and plan.chosen in CANDIDATE_NAMES
+    for name in CANDIDATE_NAMES:
+        assert score(plan) <= score(night_checked(hand_queue(), candidates=(name,)))
+
+
+def test_a_critical_job_needing_two_devices_at_once_is_not_starved_by_single_device_jobs():
+    """Two devices. L2 holds one until 3 h; C (critical, no deadline, needs both) is released at 0.5 h behind a
+    stream of 1 h low jobs. C reserves both devices for 3 h; low jobs backfill only if they end by then; C runs
+    3-4 h (its wait, 2.5 h, is reported)."""
+    low = [job(f"L{k}", work=1, p=1.0, max_devices=1, priority="low", release_hours=0.5) for k in range(3, 9)]
+    q = workload(
+        [device("g", "m", 2, [(100, 1.0)])],
+        [
+            job("L1", work=1, p=1.0, max_devices=1, priority="low"),
+            job("L2", work=3, p=1.0, max_devices=1, priority="low"),
+            job("C", work=2, p=1.0, min_devices=2, priority="critical", release_hours=0.5),
+            *low,
+        ],
+    )
+    for candidate in ("dispatch-priority", "dispatch-wspt", None):
+        plan = night_checked(q, candidates=None if candidate is None else (candidate,))
+        c = next(j for j in plan.jobs if j.job == "C")
+        assert (c.start_hours, c.finish_hours, c.wait_hours) == (3.0, 4.0, 2.5), candidate
+
+
+def test_preemption_also_serves_a_due_job_whose_free_devices_are_too_few():
+    """3 devices; L (low) holds 2 until 10 h. C (critical, 3 h of work, deadline 2.6 h) is released at 1 h: on the
+    one free device it would end at 4 h. With preemption L makes room: C runs 1-2 h on all three."""
+    q = workload(
+        [device("g", "m", 3, [(100, 1.0)])],
+        [
+            job("L", work=20, p=1.0, max_devices=2, priority="low"),
+            job("C", work=3, p=1.0, max_devices=3, priority="critical", release_hours=1, deadline_hours=2.6),
+        ],
+    )
+    plan = night_checked(q, candidates=("milp",), preempt=True, restart_hours=0.1)
+    c = next(j for j in plan.jobs if j.job == "C")
+    assert (c.start_hours, c.finish_hours, c.deadline_met) == (1.0, 2.0, True)
+    assert next(e for e in plan.events if e.at_hours == 1.0).preempted == ("L",)
+    missed = night_checked(q, candidates=("milp",))
+    assert next(j for j in missed.jobs if j.job == "C").deadline_met is False
