@@ -14,6 +14,7 @@ from optsched.explain.planning import plan
 from optsched.replan import Change, Replan, replan
 from optsched.explain.pyomo_model import pyomo_model
 from optsched.verify.placement import verify
+from optsched.solve.options import SolveOptions
 from optsched.schema.workload import DeviceGroup, Job, Options, Power, PowerLevel, Priority, Workload
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "PowerLevel",
     "Priority",
     "Replan",
+    "SolveOptions",
     "Status",
     "Workload",
     "frontier",

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from optsched.model.data import ModelData
 from optsched.schema.plan import Plan, Status
+from optsched.solve.options import SolveOptions
 from optsched.solve.planner import WorkloadSource, solve_workload as plan
 from optsched.schema.workload import HARD_PRIORITIES, Priority, Workload
 
@@ -53,7 +54,7 @@ def frontier(
     saturation, at least 12 points, denser where the curve bends. Each point warm-starts from the previous."""
     started = time.monotonic()
     workload = Workload.load(source).model_copy(update={"objective": "weighted_speedup"})
-    settings = {"time_limit_s": time_limit_s, "mip_gap": mip_gap}
+    settings = SolveOptions(time_limit_s=time_limit_s, mip_gap=mip_gap)
     unlimited = _at_budget(workload, None, settings, None)
     if not unlimited.feasible:
         reason = "; ".join(unlimited.diagnosis) or "no plan even without a global budget"
@@ -91,9 +92,9 @@ def _even_grid(low: float, high: float, n: int) -> list[float]:
     return [low + (high - low) * i / (n - 1) for i in range(n)]
 
 
-def _at_budget(workload: Workload, budget: float | None, settings, previous: Plan | None) -> Plan:
+def _at_budget(workload: Workload, budget: float | None, settings: SolveOptions, previous: Plan | None) -> Plan:
     power = workload.power.model_copy(update={"budget_w": budget})
-    return plan(workload.model_copy(update={"power": power}), warm_start=_allocations(previous), **settings)
+    return plan(workload.model_copy(update={"power": power}), options=settings.replace(warm_start=_allocations(previous)))
 
 
 def _allocations(previous: Plan | None):

@@ -4,13 +4,12 @@ feasible (the elastic MILP of optsched.explain.suggestions)."""
 from __future__ import annotations
 
 import time
-from typing import Mapping
-
 from optsched.explain.suggestions import suggest_changes
 from optsched.model.constraints import ExtraFunctionality
 from optsched.schema.plan import Plan, Status
 from optsched.schema.workload import Workload
-from optsched.solve.planner import OnIncumbent, Progress, WorkloadSource, solve_workload
+from optsched.solve.options import OnIncumbent, Progress, SolveOptions, WarmStart
+from optsched.solve.planner import WorkloadSource, solve_workload
 
 # The elastic MILP behind the suggestions of an infeasible plan gets at most this long.
 SUGGESTION_TIME_LIMIT_S = 20.0
@@ -22,14 +21,16 @@ def plan(
     time_limit_s: float | None = None,
     mip_gap: float | None = None,
     threads: int | None = None,
-    backend: str = "highs",
+    backend: str | None = None,
     extra_functionality: ExtraFunctionality | None = None,
-    warm_start: Mapping[str, Mapping[tuple[str, float], int]] | None = None,
+    warm_start: WarmStart | None = None,
     progress: Progress | None = None,
     on_incumbent: OnIncumbent | None = None,
+    options: SolveOptions | None = None,
 ) -> Plan:
     """Plan a workload (object, dict, JSON path or JSON text). Raises InvalidWorkload; never mutates the input.
 
+    The keyword arguments are the fields of optsched.SolveOptions (pass `options=` to reuse one object):
     `backend` is "highs" (the matrix straight to highspy) or "pyomo" (Pyomo's persistent interface); both build
     the same rows. `warm_start` maps job id -> {(device id, cap_w): count}, e.g. a baseline's allocations.
     `progress(seconds, incumbent, bound)` is called whenever the best plan or the bound improves;
@@ -39,12 +40,16 @@ def plan(
     """
     started = time.monotonic()
     workload = Workload.load(source)
-    result = solve_workload(
-        workload, time_limit_s=time_limit_s, mip_gap=mip_gap, threads=threads, backend=backend,
-        extra_functionality=extra_functionality, warm_start=warm_start, progress=progress, on_incumbent=on_incumbent,
-    )
+    settings = (options or SolveOptions()).replace(**{
+        name: value for name, value in {
+            "time_limit_s": time_limit_s, "mip_gap": mip_gap, "threads": threads, "backend": backend,
+            "extra_functionality": extra_functionality, "warm_start": warm_start, "progress": progress,
+            "on_incumbent": on_incumbent,
+        }.items() if value is not None
+    })
+    result = solve_workload(workload, settings)
     if result.status is not Status.infeasible:
         return result
-    time_limit = workload.options.time_limit_s if time_limit_s is None else time_limit_s
+    time_limit = workload.options.time_limit_s if settings.time_limit_s is None else settings.time_limit_s
     changes = suggest_changes(workload, time_limit_s=max(1.0, min(SUGGESTION_TIME_LIMIT_S, time_limit)))
     return result.model_copy(update={"suggestions": tuple(changes), "solve_seconds": time.monotonic() - started})

@@ -47,6 +47,8 @@ from optsched.night.dispatch import (
     wait_option,
 )
 from optsched.night.engine import Decision, Running, View
+from optsched.solve.options import SolveOptions
+from optsched.solve.planner import solve_workload as plan
 from optsched.night.fleet import Fleet, Use, Uses
 from optsched.schema.errors import FieldError, InvalidWorkload
 from optsched.schema.night import NightQueue
@@ -486,18 +488,14 @@ class MilpPolicy:
         return None
 
     def _solve(self, view: View, entries: list[_Entry], must: list[int]) -> _Outcome:
-        from optsched.solve.planner import solve_workload as plan
-
         derived = _Derived(view, sorted(entries, key=lambda e: e.job), set(must))
         if not derived.devices:  # every device is down or reserved and nothing runs: nothing to decide
             return _Outcome(Status.optimal, {})
         hook = derived.lookahead_hook
         result = plan(
             derived.workload(self.time_limit_s, self.mip_gap),
-            time_limit_s=self.time_limit_s,
-            mip_gap=self.mip_gap,
-            threads=self.threads,
-            extra_functionality=hook,
+            SolveOptions(time_limit_s=self.time_limit_s, mip_gap=self.mip_gap, threads=self.threads,
+                         extra_functionality=hook),
         )
         if result.status not in FEASIBLE_STATUSES:
             return _Outcome(result.status, {})

@@ -46,10 +46,11 @@ from optsched.replan.schema import (
     apply_change,
 )
 from optsched.schema.errors import FieldError, InvalidPlan
-from optsched.schema.plan import FEASIBLE_STATUSES, Allocation, Plan, Placement, Status
+from optsched.schema.plan import Allocation, Plan, Status
 from optsched.schema.workload import Workload
 from optsched.solve.extract import relative_gap
 from optsched.solve.planner import solve_workload
+from optsched.solve.options import SolveOptions
 from optsched.verify.placement import load_plan
 
 log = logging.getLogger(__name__)
@@ -390,11 +391,10 @@ class _Solver:
         seconds = max(MIN_SHARE * limit, min(share * limit, self.deadline - time.monotonic()))
         net = _Net()
         log.debug("re-plan solve: floor %.3g, %.1f s, gap x%g", cost.floor, seconds, gap_factor)
-        plan = solve_workload(
-            self.workload, time_limit_s=seconds, mip_gap=min(1.0, self.mip_gap * gap_factor), threads=self.threads,
-            warm_start=warm,
+        plan = solve_workload(self.workload, SolveOptions(
+            time_limit_s=seconds, mip_gap=min(1.0, self.mip_gap * gap_factor), threads=self.threads, warm_start=warm,
             extra_objective=cost.extra(), progress=net,
-        )
+        ))
         return plan, net
 
 

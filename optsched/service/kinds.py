@@ -20,6 +20,7 @@ from optsched.queueing import analyze
 from optsched.replan import replan
 from optsched.schema.errors import InvalidWorkload
 from optsched.schema.workload import Options
+from optsched.solve.options import SolveOptions
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +40,8 @@ class Kind:
 
 
 def _solve_plan(task: SolveTask) -> tuple[PlanState, dict[str, Any]]:
-    result = plan(task.workload, threads=task.threads,
-                  on_incumbent=lambda best: report_incumbent(best.model_dump(mode="json")))
+    options = SolveOptions(threads=task.threads, on_incumbent=lambda best: report_incumbent(best.model_dump(mode="json")))
+    result = plan(task.workload, options=options)
     return state_of(result.status), result.model_dump(mode="json")
 
 

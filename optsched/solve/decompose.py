@@ -29,10 +29,10 @@ from typing import Callable
 import numpy as np
 
 from optsched.model.data import ModelData
-from optsched.model.expressions import budgets
 from optsched.schema.plan import Plan
 from optsched.schema.workload import Options, Power, Workload
 from optsched.solve.extract import Counts, group_use
+from optsched.solve.options import SolveOptions
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,6 @@ def split(data: ModelData, first: Counts, k: int, round_: int = 0) -> list[Part]
     """k parts (module docstring); parts left without groups or jobs are dropped. Round 0 balances devices by
     largest unit first; later rounds shuffle the units (seeded by the round), so that jobs and watts can move
     between what were different parts."""
-    a = data.arrays
     groups = data.groups
     units: dict[str, list[int]] = {}
     for g, group in enumerate(groups):
@@ -233,7 +232,7 @@ def _solve_part(solve: SolveFn, index: int, part: Part, time_limit_s: float, mip
             _reports.put((index, plan))
 
     sub = part.workload.model_copy(update={"options": Options(time_limit_s=time_limit_s, mip_gap=mip_gap)})
-    return solve(sub, warm_start=part.warm_start, threads=threads, on_incumbent=report)
+    return solve(sub, SolveOptions(warm_start=part.warm_start, threads=threads, on_incumbent=report))
 
 
 # ---- caller side -------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from optsched.model.amdahl import speedup, tangent_point
 from optsched.model.expressions import budgets
@@ -31,11 +31,12 @@ from optsched.solve.decompose import option_count, solve_decomposed
 from optsched.solve.heuristics import round_and_repair
 from optsched.model.data import ModelData
 from optsched.solve.diagnosis import diagnose_infeasible, precheck
-from optsched.model.constraints import ExtraFunctionality, add_tangent_cut, needs_host
+from optsched.model.constraints import add_tangent_cut, needs_host
 from optsched.solve.backends import build_model
 from optsched.model.objectives import OBJECTIVES, TIE_BREAK_SHARE, ExtraObjective, Objective
 from optsched.schema.plan import Plan, Status
 from optsched.solve.highs import Outcome
+from optsched.solve.options import OnIncumbent, Progress, SolveOptions
 from optsched.schema.workload import Workload, workload_warnings
 
 # A modelled speedup this far above the exact one gets a new tangent cut at the current point.
@@ -78,23 +79,14 @@ WorkloadSource = Workload | Mapping[str, Any] | str | Path
 
 def solve_workload(
     source: WorkloadSource,
-    *,
-    time_limit_s: float | None = None,
-    mip_gap: float | None = None,
-    threads: int | None = None,
-    backend: str = "highs",
-    extra_functionality: ExtraFunctionality | None = None,
-    warm_start: Mapping[str, Mapping[tuple[str, float], int]] | None = None,
-    progress: Progress | None = None,
-    extra_objective: ExtraObjective | None = None,
-    on_incumbent: OnIncumbent | None = None,
+    options: SolveOptions = SolveOptions(),
 ) -> Plan:
     """Solve a workload (object, dict, JSON path or JSON text). Raises InvalidWorkload; never mutates the input.
 
     An infeasible result carries the diagnosis but no suggestions (those cost an elastic MILP: optsched.plan).
 
-    `backend` is "highs" (the matrix straight to highspy) or "pyomo" (Pyomo's persistent interface); both build
-    the same rows. `warm_start` maps job id -> {(device id, cap_w): count}, e.g. a baseline's allocations.
+    `options` (optsched.solve.options.SolveOptions) says how: limits, backend, warm start, hooks.
+    `warm_start` maps job id -> {(device id, cap_w): count}, e.g. a baseline's allocations.
     `progress(seconds, incumbent, bound)` is called whenever the best plan or the bound improves.
     `extra_objective` adds terms to the objective (optsched.replan's move cost): plans are then ranked, bounded and
     proven on the objective plus those terms, which `progress` reports, while the plan's `objective` stays the
@@ -110,8 +102,10 @@ def solve_workload(
     started = time.monotonic()
     workload = Workload.load(source)
     validated = time.monotonic()
-    time_limit = workload.options.time_limit_s if time_limit_s is None else time_limit_s
-    gap = workload.options.mip_gap if mip_gap is None else mip_gap
+    time_limit = workload.options.time_limit_s if options.time_limit_s is None else options.time_limit_s
+    gap = workload.options.mip_gap if options.mip_gap is None else options.mip_gap
+    threads, backend = options.threads, options.backend
+    extra_functionality, extra_objective = options.extra_functionality, options.extra_objective
     data = ModelData(workload)
     warnings = tuple(workload_warnings(workload))
 
@@ -127,7 +121,7 @@ def solve_workload(
 
     deadline = started + time_limit
     search = _Search(
-        started=started, progress=progress, extra=extra_objective, on_incumbent=on_incumbent, data=data,
+        started=started, progress=options.progress, extra=extra_objective, on_incumbent=options.on_incumbent, data=data,
         objective=objective, warnings=warnings,
     )
     timings = {"validate": validated - started}
@@ -139,9 +133,9 @@ def solve_workload(
     solve_deadline = deadline - min(0.1 * time_limit, max(search.extract_seconds, EXTRACT_S_PER_JOB * len(data.jobs)))
     built = handed_off = time.monotonic()
     b = None
-    options = option_count(data)
+    n_options = option_count(data)
     if search.best is not None and extra_functionality is None and (
-        solve_deadline - time.monotonic() < BUILD_TIME_FACTOR * BUILD_S_PER_OPTION * options
+        solve_deadline - time.monotonic() < BUILD_TIME_FACTOR * BUILD_S_PER_OPTION * n_options
     ):
         # Too little time to build the model at all: the first plan, re-placed along the Lagrangian prices,
         # with the Lagrangian bound (or the trivial one) for its gap.
@@ -180,7 +174,7 @@ def solve_workload(
         built = time.monotonic()
         b.prepare()
         handed_off = time.monotonic()
-        start = _counts_from_allocations(data, warm_start) if warm_start else None
+        start = _counts_from_allocations(data, options.warm_start) if options.warm_start else None
         _refine(search, b, data, objective, gap, solve_deadline, threads, start, extra_rows=extra_functionality is not None)
     solved = time.monotonic()
     timings.update({
@@ -208,8 +202,6 @@ def solve_workload(
     return plan
 
 
-Progress = Callable[[float, float | None, float | None], None]
-OnIncumbent = Callable[[Plan], None]
 
 
 def _infeasible(data: ModelData, reasons, warnings, started: float, rounds: int) -> Plan:
