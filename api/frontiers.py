@@ -3,36 +3,28 @@
 from __future__ import annotations
 
 from flask import request
-from flask_openapi3 import APIBlueprint, Tag
 
 from api.costs import check_at_most, check_solve, check_workload
-from api.errors import problem_doc
-from api.guards import UNAUTHORIZED, V1_SECURITY, require_json_body, require_token
 from api.resources import (
     FRONTIERS,
     accepted,
     cancel_or_delete,
     chart_response,
     chart_responses,
+    delete_responses,
+    get_responses,
     png_doc,
     record_or_404,
-    resource_doc,
     resource_response,
     submit,
+    submit_responses,
+    v1_blueprint,
 )
-from api.schemas import AsyncSubmitHeaders, FrontierPath, FrontierRequest, FrontierResource
+from api.schemas import AsyncSubmitHeaders, FrontierPath, FrontierRequest
 from optsched.explain.frontier import Frontier, plot_frontier
 from optsched.infra.store import ResourceKind
 
-bp = APIBlueprint(
-    "frontiers",
-    __name__,
-    url_prefix="/v1",
-    abp_tags=[Tag(name="frontiers", description="What each kilowatt buys (optsched frontier).")],
-    abp_security=V1_SECURITY,
-)
-bp.before_request(require_token)
-bp.before_request(require_json_body)
+bp = v1_blueprint("frontiers", __name__, "frontiers", "What each kilowatt buys (optsched frontier).")
 
 
 
@@ -44,15 +36,7 @@ bp.before_request(require_json_body)
     "arguments), queues the sweep and answers 202 at once; poll `Location` until `status` is final (`done`: a "
     "curve; `infeasible`: none, `frontier.reason` says why). With `Idempotency-Key`, a retried request returns "
     "the first frontier (`Idempotent-Replayed: true`).",
-    responses={
-        202: resource_doc(FRONTIERS, "Accepted and queued; poll `Location` until `status` is final."),
-        400: problem_doc("The body is not valid JSON."),
-        401: problem_doc(UNAUTHORIZED),
-        413: problem_doc("The body is larger than OPTSCHED_MAX_BODY_MB."),
-        415: problem_doc("The body is not `application/json`."),
-        422: problem_doc("The workload or the budgets fail validation; `errors` lists every offending field."),
-        503: problem_doc("The solve queue is full; retry after `Retry-After` seconds."),
-    },
+    responses=submit_responses(FRONTIERS, "The workload or the budgets fail validation"),
 )
 def create_frontier(header: AsyncSubmitHeaders, body: FrontierRequest):
     """Store, queue: 202."""
@@ -69,7 +53,7 @@ def create_frontier(header: AsyncSubmitHeaders, body: FrontierRequest):
     operation_id="getFrontier",
     summary="Get a frontier",
     description="The frontier resource: status, timestamps and, once done, the points, knee and saturation.",
-    responses={200: FrontierResource, 401: problem_doc(UNAUTHORIZED), 404: problem_doc("No frontier with this id.")},
+    responses=get_responses(FRONTIERS),
 )
 def get_frontier(path: FrontierPath):
     """The frontier resource."""
@@ -96,12 +80,7 @@ def get_frontier_plot(path: FrontierPath):
     summary="Cancel or delete a frontier",
     description="A queued or solving frontier is cancelled (its sweep is stopped): 200 with the resource, status "
     "`cancelled`. A finished one is deleted: 204.",
-    responses={
-        200: FrontierResource,
-        204: None,
-        401: problem_doc(UNAUTHORIZED),
-        404: problem_doc("No frontier with this id."),
-    },
+    responses=delete_responses(FRONTIERS),
 )
 def delete_frontier(path: FrontierPath):
     """Cancel an unfinished frontier, delete a finished one."""

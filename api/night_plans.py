@@ -3,38 +3,30 @@
 from __future__ import annotations
 
 from flask import request
-from flask_openapi3 import APIBlueprint, Tag
 
 from api.costs import check_at_most, check_solve, check_workload
-from api.errors import problem_doc
-from api.guards import UNAUTHORIZED, V1_SECURITY, require_json_body, require_token
 from api.resources import (
     NIGHT_PLANS,
     accepted,
     cancel_or_delete,
     chart_response,
     chart_responses,
+    delete_responses,
+    get_responses,
     png_doc,
     record_or_404,
-    resource_doc,
     resource_response,
     submit,
+    submit_responses,
+    v1_blueprint,
 )
-from api.schemas import AsyncSubmitHeaders, NightPlanPath, NightPlanRequest, NightPlanResource
+from api.schemas import AsyncSubmitHeaders, NightPlanPath, NightPlanRequest
 from optsched.charts import gantt_png, power_png
-from optsched.schema.errors import FieldError, InvalidWorkload
 from optsched.infra.store import ResourceKind
 from optsched.night import validate_night
+from optsched.schema.errors import FieldError, InvalidWorkload
 
-bp = APIBlueprint(
-    "night_plans",
-    __name__,
-    url_prefix="/v1",
-    abp_tags=[Tag(name="night-plans", description="Plan a night's queue as a timeline (optsched night).")],
-    abp_security=V1_SECURITY,
-)
-bp.before_request(require_token)
-bp.before_request(require_json_body)
+bp = v1_blueprint("night_plans", __name__, "night-plans", "Plan a night's queue as a timeline (optsched night).")
 
 # Request fields that are plan_night's own arguments; every other path is inside the queue.
 ARGUMENTS = ("start", "hours", "preempt", "restart_hours")
@@ -48,15 +40,7 @@ ARGUMENTS = ("start", "hours", "preempt", "restart_hours")
     "`optsched.plan_night` and `optsched night`), queues it and answers 202 at once; poll `Location` until "
     "`status` is final (`met`: every hard deadline met, `missed`: a complete timeline with misses). With "
     "`Idempotency-Key`, a retried request returns the first night plan (`Idempotent-Replayed: true`).",
-    responses={
-        202: resource_doc(NIGHT_PLANS, "Accepted and queued; poll `Location` until `status` is final."),
-        400: problem_doc("The body is not valid JSON."),
-        401: problem_doc(UNAUTHORIZED),
-        413: problem_doc("The body is larger than OPTSCHED_MAX_BODY_MB."),
-        415: problem_doc("The body is not `application/json`."),
-        422: problem_doc("The queue or an argument fails validation; `errors` lists every offending field."),
-        503: problem_doc("The solve queue is full; retry after `Retry-After` seconds."),
-    },
+    responses=submit_responses(NIGHT_PLANS, "The queue or an argument fails validation"),
 )
 def create_night_plan(header: AsyncSubmitHeaders, body: NightPlanRequest):
     """Validate (budgets against idle draw too), store, queue: 202."""
@@ -77,7 +61,7 @@ def create_night_plan(header: AsyncSubmitHeaders, body: NightPlanRequest):
     operation_id="getNightPlan",
     summary="Get a night plan",
     description="The night plan resource: status, timestamps and, once done, the timeline with its summary.",
-    responses={200: NightPlanResource, 401: problem_doc(UNAUTHORIZED), 404: problem_doc("No night plan with this id.")},
+    responses=get_responses(NIGHT_PLANS),
 )
 def get_night_plan(path: NightPlanPath):
     """The night plan resource."""
@@ -117,12 +101,7 @@ def get_night_plan_power(path: NightPlanPath):
     summary="Cancel or delete a night plan",
     description="A queued or solving night plan is cancelled (its solve is stopped): 200 with the resource, status "
     "`cancelled`. A finished one is deleted: 204.",
-    responses={
-        200: NightPlanResource,
-        204: None,
-        401: problem_doc(UNAUTHORIZED),
-        404: problem_doc("No night plan with this id."),
-    },
+    responses=delete_responses(NIGHT_PLANS),
 )
 def delete_night_plan(path: NightPlanPath):
     """Cancel an unfinished night plan, delete a finished one."""

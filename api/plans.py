@@ -3,41 +3,29 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from flask import current_app, request
-from flask_openapi3 import APIBlueprint, Tag
 
 from api.costs import check_solve, check_workload
 from api.errors import ApiProblem, problem_doc
-from api.guards import UNAUTHORIZED, V1_SECURITY, require_json_body, require_token
-from api.schemas import ListQuery, PlanList, PlanPath, PlanResource, PlanSummary, SubmitHeaders
-from api.resources import PLANS, cancel_or_delete, resource_response, submit
+from api.guards import UNAUTHORIZED
+from api.resources import (
+    PLANS,
+    cancel_or_delete,
+    delete_responses,
+    get_responses,
+    resource_doc,
+    resource_response,
+    submit,
+    submit_responses,
+    v1_blueprint,
+)
+from api.schemas import ListQuery, PlanList, PlanPath, PlanSummary, SubmitHeaders
 from api.services import services
 from optsched.infra.store import PlanRecord, PlanState, ResourceKind
 from optsched.schema.workload import Workload
 
-bp = APIBlueprint(
-    "plans",
-    __name__,
-    url_prefix="/v1",
-    abp_tags=[Tag(name="plans", description="Submit workloads and follow their plans.")],
-    abp_security=V1_SECURITY,
-)
-bp.before_request(require_token)
-bp.before_request(require_json_body)
-
-LOCATION = {"Location": {"description": "URL of the plan resource.", "schema": {"type": "string"}}}
-RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}}
-NOT_FOUND = "No plan with this id."
-
-
-def _resource_doc(description: str) -> dict[str, Any]:
-    return {
-        "description": description,
-        "headers": LOCATION,
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PlanResource"}}},
-    }
+bp = v1_blueprint("plans", __name__, "plans", "Submit workloads and follow their plans.")
 
 
 @bp.post(
@@ -48,16 +36,10 @@ def _resource_doc(description: str) -> dict[str, Any]:
     "201 with the plan if it is done by then, else 202; either way `Location` is the plan's URL. "
     "`Prefer: respond-async` answers 202 at once. With `Idempotency-Key`, a retried request returns the plan the "
     "first one created (`Idempotent-Replayed: true`) instead of solving again.",
-    responses={
-        201: _resource_doc("The solve finished within OPTSCHED_SYNC_WAIT_S: the finished plan."),
-        202: _resource_doc("Accepted and queued or solving; poll `Location` until `status` is final."),
-        400: problem_doc("The body is not valid JSON."),
-        401: problem_doc(UNAUTHORIZED),
-        413: problem_doc("The body is larger than OPTSCHED_MAX_BODY_MB."),
-        415: problem_doc("The body is not `application/json`."),
-        422: problem_doc("The workload fails validation; `errors` lists every offending field."),
-        503: problem_doc("The solve queue is full; retry after `Retry-After` seconds.", RETRY_AFTER),
-    },
+    responses=submit_responses(PLANS, "The workload fails validation", {
+        201: resource_doc(PLANS, "The solve finished within OPTSCHED_SYNC_WAIT_S: the finished plan."),
+        202: resource_doc(PLANS, "Accepted and queued or solving; poll `Location` until `status` is final."),
+    }),
 )
 def create_plan(header: SubmitHeaders, body: Workload):
     """Store, queue, wait a little: 201 with the plan, or 202 to poll (see the description above)."""
@@ -80,11 +62,7 @@ def create_plan(header: SubmitHeaders, body: Workload):
     operation_id="getPlan",
     summary="Get a plan",
     description="The plan resource: status, submitted/started/finished timestamps and, once there is one, the plan.",
-    responses={
-        200: PlanResource,
-        401: problem_doc(UNAUTHORIZED),
-        404: problem_doc(NOT_FOUND),
-    },
+    responses=get_responses(PLANS),
 )
 def get_plan(path: PlanPath):
     """The plan resource."""
@@ -119,12 +97,7 @@ def list_plans(query: ListQuery):
     summary="Cancel or delete a plan",
     description="A queued or solving plan is cancelled (its solve is stopped): 200 with the resource, status "
     "`cancelled`. A finished plan is deleted: 204.",
-    responses={
-        200: PlanResource,
-        204: None,
-        401: problem_doc(UNAUTHORIZED),
-        404: problem_doc(NOT_FOUND),
-    },
+    responses=delete_responses(PLANS),
 )
 def delete_plan(path: PlanPath):
     """Cancel an unfinished plan, delete a finished one."""

@@ -3,36 +3,27 @@ delete."""
 
 from __future__ import annotations
 
-from flask_openapi3 import APIBlueprint, Tag
-
-from api.errors import problem_doc
-from api.guards import UNAUTHORIZED, V1_SECURITY, require_json_body, require_token
 from api.resources import (
     QUEUEING_STUDIES,
     accepted,
     cancel_or_delete,
     chart_response,
     chart_responses,
+    delete_responses,
+    get_responses,
     png_doc,
     record_or_404,
-    resource_doc,
     resource_response,
     submit,
+    submit_responses,
+    v1_blueprint,
 )
-from api.schemas import AsyncSubmitHeaders, QueueingStudyPath, QueueingStudyRequest, QueueingStudyResource
+from api.schemas import AsyncSubmitHeaders, QueueingStudyPath, QueueingStudyRequest
 from optsched.charts import queueing_front_png
 from optsched.queueing import StudyResult, load_study
 from optsched.schema.errors import FieldError, InvalidStudy
 
-bp = APIBlueprint(
-    "queueing",
-    __name__,
-    url_prefix="/v1",
-    abp_tags=[Tag(name="queueing studies", description="Power against response time per priority (optsched queueing).")],
-    abp_security=V1_SECURITY,
-)
-bp.before_request(require_token)
-bp.before_request(require_json_body)
+bp = v1_blueprint("queueing", __name__, "queueing studies", "Power against response time per priority (optsched queueing).")
 
 
 @bp.post(
@@ -42,15 +33,7 @@ bp.before_request(require_json_body)
     description="Validates and stores the study, queues its analysis and answers 202 at once; poll `Location` "
     "until `status` is final (`done`: stable and meeting its targets; `infeasible`: not, `result.reason` says "
     "why). With `Idempotency-Key`, a retried request returns the first study (`Idempotent-Replayed: true`).",
-    responses={
-        202: resource_doc(QUEUEING_STUDIES, "Accepted and queued; poll `Location` until `status` is final."),
-        400: problem_doc("The body is not valid JSON."),
-        401: problem_doc(UNAUTHORIZED),
-        413: problem_doc("The body is larger than OPTSCHED_MAX_BODY_MB."),
-        415: problem_doc("The body is not `application/json`."),
-        422: problem_doc("The study fails validation; `errors` lists every offending field."),
-        503: problem_doc("The solve queue is full; retry after `Retry-After` seconds."),
-    },
+    responses=submit_responses(QUEUEING_STUDIES, "The study fails validation"),
 )
 def create_queueing_study(header: AsyncSubmitHeaders, body: QueueingStudyRequest):
     """Validate the whole study, store, queue: 202."""
@@ -68,9 +51,7 @@ def create_queueing_study(header: AsyncSubmitHeaders, body: QueueingStudyRequest
     summary="Get a queueing study",
     description="The study resource: status, timestamps and, once done, per-class waits and responses, mean "
     "power, the caps and the Pareto front.",
-    responses={
-        200: QueueingStudyResource, 401: problem_doc(UNAUTHORIZED), 404: problem_doc("No queueing study with this id.")
-    },
+    responses=get_responses(QUEUEING_STUDIES),
 )
 def get_queueing_study(path: QueueingStudyPath):
     """The queueing study resource."""
@@ -97,12 +78,7 @@ def get_queueing_study_plot(path: QueueingStudyPath):
     summary="Cancel or delete a queueing study",
     description="A queued or running study is cancelled: 200 with the resource, status `cancelled`. A finished "
     "one is deleted: 204.",
-    responses={
-        200: QueueingStudyResource,
-        204: None,
-        401: problem_doc(UNAUTHORIZED),
-        404: problem_doc("No queueing study with this id."),
-    },
+    responses=delete_responses(QUEUEING_STUDIES),
 )
 def delete_queueing_study(path: QueueingStudyPath):
     """Cancel an unfinished study, delete a finished one."""

@@ -11,11 +11,12 @@ from typing import Any, Callable
 
 import matplotlib
 from flask import Response, current_app, request
+from flask_openapi3 import APIBlueprint, Tag
 from pydantic import BaseModel
 
 from api.costs import chart_size, check_chart
 from api.errors import ApiProblem, problem_doc
-from api.guards import arrival
+from api.guards import UNAUTHORIZED, V1_SECURITY, arrival, require_json_body, require_token
 from api.schemas import FrontierResource, NightPlanResource, PlanResource, QueueingStudyResource, ReplanResource
 from api.services import services
 from optsched.infra.store import PlanRecord, ResourceKind
@@ -56,6 +57,48 @@ REPLANS = Collection(ResourceKind.replan, "re-plan", "/v1/replans", ReplanResour
 COLLECTIONS: dict[ResourceKind, Collection] = {
     c.kind: c for c in (PLANS, NIGHT_PLANS, FRONTIERS, QUEUEING_STUDIES, REPLANS)
 }
+
+
+RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}}
+
+
+def v1_blueprint(name: str, import_name: str, tag: str, description: str) -> APIBlueprint:
+    """A /v1 blueprint: its OpenAPI tag, the bearer token (when the server has one) and JSON bodies required."""
+    bp = APIBlueprint(
+        name, import_name, url_prefix="/v1", abp_tags=[Tag(name=tag, description=description)],
+        abp_security=V1_SECURITY,
+    )
+    bp.before_request(require_token)
+    bp.before_request(require_json_body)
+    return bp
+
+
+def submit_responses(
+    collection: Collection, invalid: str, more: dict[int, Any] | None = None
+) -> dict[int, Any]:
+    """The answers of a POST that stores and queues a resource; `invalid` says what a 422 rejected; `more` adds
+    or replaces answers by status code."""
+    responses: dict[int, Any] = {
+        202: resource_doc(collection, "Accepted and queued; poll `Location` until `status` is final."),
+        400: problem_doc("The body is not valid JSON."),
+        401: problem_doc(UNAUTHORIZED),
+        413: problem_doc("The body is larger than OPTSCHED_MAX_BODY_MB."),
+        415: problem_doc("The body is not `application/json`."),
+        422: problem_doc(f"{invalid}; `errors` lists every offending field."),
+        503: problem_doc("The solve queue is full; retry after `Retry-After` seconds.", RETRY_AFTER),
+    }
+    responses.update(more or {})
+    return dict(sorted(responses.items()))
+
+
+def get_responses(collection: Collection) -> dict[int, Any]:
+    """The answers of a GET of one resource."""
+    return {200: collection.model, 401: problem_doc(UNAUTHORIZED), 404: problem_doc(f"No {collection.noun} with this id.")}
+
+
+def delete_responses(collection: Collection) -> dict[int, Any]:
+    """The answers of a DELETE: 200 with the cancelled resource, 204 for a deleted one."""
+    return {**get_responses(collection), 204: None}
 
 
 def resource_doc(collection: Collection, description: str) -> dict[str, Any]:
