@@ -37,7 +37,9 @@ def checked():
 # Slow: real servers and worker processes, crash and load tests, the browser, and the larger planner runs.
 SLOW_PARTS = ("tests/reliability/", "tests/scale/", "tests/api/test_api_server.py", "tests/api/test_api_browser.py",
               "tests/api/test_api_jobs.py", "tests/api/test_api_kinds.py", "tests/night/", "tests/test_time_limit.py",
-              "tests/test_frontier.py", "tests/test_properties.py", "tests/queueing/test_queueing_simulation.py")
+              "tests/test_frontier.py", "tests/test_properties.py", "tests/queueing/test_queueing_simulation.py",
+              "tests/test_large.py", "tests/hardening/test_server.py", "tests/hardening/test_generated_client.py",
+              "tests/pages/test_pages_browser.py", "tests/outages/")
 
 
 def pytest_collection_modifyitems(config, items):
