@@ -38,7 +38,8 @@ bench: install
 	$(BIN)/python -m bench.planner
 
 bench-large: install
-	$(BIN)/python -m bench.planner --large --seeds 2 --out bench/results/planner-large.md
+	$(BIN)/python -m bench.large --runs racks:2K:60:2,racks:5K:60:1,racks:10K:60:1,racks:20K:60:1 \
+		--undecomposed racks:2K:60:1 --baseline-max-jobs 2000 --out bench/results/planner-large.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
