@@ -405,7 +405,13 @@ def check_failures(ctx: _Ctx) -> list[str]:
                 if origin is None or not same:
                     origin, stretch = s.from_hours, []
                 stretch.append(s)
-            hit = ctx.fails_at(s, s.to_hours)
+            # A job that completes at the instant its device fails keeps its result: completion comes first.
+            completes = (
+                k == len(t.segments) - 1
+                and t.finish_hours is not None
+                and abs(t.finish_hours - s.to_hours) <= TIME_TOL_HOURS
+            )
+            hit = ctx.fails_at(s, s.to_hours) and not completes
             if hit and not s.restart:
                 saved = origin + every * math.floor((s.to_hours - origin) / every + 1e-9)
                 want = sum(x.speedup * max(0.0, x.to_hours - max(x.from_hours, saved)) for x in stretch)

@@ -84,3 +84,14 @@ def test_the_verifier_recomputes_lost_work_and_sees_down_devices():
         seg["allocations"][0]["devices"] = [0]
     problems = verify_timeline(queue, document)
     assert any("uses 'g'[0] while it is down (1.5-3.5 h)" in p for p in problems)
+
+
+@pytest.mark.parametrize("policy", ["planner", "fifo", "edf", "easy"])
+def test_a_job_that_completes_at_the_instant_its_device_fails_keeps_its_result(policy):
+    # A finishes at 2 h (4 h of work at S = 2); the failure lands at the same instant, 0.5 h after a checkpoint.
+    q = failure_queue(checkpoint_hours=0.75)
+    q["failures"][0]["at_hours"] = 2.0
+    plan = night_checked(q, policy)
+    timeline = plan.jobs[0]
+    assert timeline.finish_hours == pytest.approx(2.0)
+    assert [s.rolled_back_hours for s in timeline.segments] == [0.0] and timeline.lost_work_hours == 0.0

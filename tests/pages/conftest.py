@@ -49,11 +49,13 @@ class Site:
     def __init__(self, app, base: str) -> None:
         self.app, self.base = app, base
 
-    def finished(self, kind: ResourceKind, document: dict[str, Any], result, params=None) -> str:
+    def finished(self, kind: ResourceKind, document: dict[str, Any], result, params=None, state=None) -> str:
+        """Store `result` as a worker would; `state` as the worker decides it (plans, nights, frontiers: derived)."""
         store = services(self.app).store
         record, _ = store.create(document, kind=kind, params=params)
         store.claim(record.id)
-        state = PlanState.done if kind == ResourceKind.frontier and result.points else state_of(result.status)
+        if state is None:
+            state = PlanState.done if kind == ResourceKind.frontier and result.points else state_of(result.status)
         assert store.finish(record.id, 1, state, plan=result.model_dump(mode="json", by_alias=True))
         return record.id
 

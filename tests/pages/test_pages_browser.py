@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 import optsched
 from optsched.baselines import edf
-from optsched.infra.store import ResourceKind
+from optsched.infra.store import PlanState, ResourceKind, state_of
+from optsched.queueing import analyze
+from optsched.replan import replan
+from optsched.verify.placement import verify
 from optsched.schema.catalog import sample_workload_path
 from optsched.verify.timeline import verify_timeline
 from tests.api.helpers import night_queue, tiny_workload
@@ -246,3 +250,40 @@ def test_without_javascript_the_pages_show_the_png_charts_and_the_tables(site, b
         assert shown.is_displayed() and shown.size["width"] > 1000 and shown.size["height"] > 300, shown.size
     assert not browser_without_js.find_element(By.ID, "night-live").is_displayed()
     assert [cells[0] for cells in table_text(browser_without_js, shown_only=True)] == [j.job for j in night.jobs]
+
+
+def test_the_queueing_and_replan_pages_show_their_chart_and_tables_without_console_errors(site, browser):
+    """These two pages have no interactive chart (the queueing study's front is a PNG; a re-plan has no chart): the
+    image loads, the tables list what the results say, and the console stays clean."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    study = json.loads((Path(__file__).resolve().parents[2] / "models" / "studies" / "season.json").read_text())
+    result = analyze(study)
+    assert result.ok and result.front
+    study_id = site.finished(ResourceKind.queueing, study, result, params={"method": "analytic"}, state=PlanState.done)
+    browser.get(f"{site.base}/queueing-studies/{study_id}")
+    image = browser.find_element(By.ID, "queueing-chart")
+    WebDriverWait(browser, 20).until(lambda d: d.execute_script("return arguments[0].complete;", image))
+    assert browser.execute_script("return arguments[0].naturalWidth;", image) > 300
+    assert [cells[0] for cells in table_text(browser, "classes")] == [c.name for c in result.classes]
+    assert console_errors(browser) == []
+
+    data = tiny_workload("replan")
+    parent = optsched.plan(data)
+    assert verify(data, parent) == []
+    parent_id = site.finished(ResourceKind.plan, data, parent)
+    used = next(a.device for p in parent.placements for a in p.allocations)
+    change = {"device_failures": [{"device": used, "count": 1}]}
+    moved = replan(data, parent.model_dump(mode="json"), change)
+    assert verify(moved.workload.model_dump(mode="json", by_alias=True), moved.plan) == []
+    document = {"workload": data, "plan": parent.model_dump(mode="json"), "change": change}
+    replan_id = site.finished(ResourceKind.replan, document, moved, params={"parent": parent_id},
+                              state=state_of(moved.plan.status))
+    browser.get(f"{site.base}/replans/{replan_id}")
+    assert browser.find_element(By.CSS_SELECTOR, "h1 a").get_attribute("href") == f"{site.base}/plans/{parent_id}"
+    assert browser.find_element(By.ID, "moved").text == str(moved.moved)
+    assert [cells[0] for cells in table_text(browser, "changes")] == [
+        c.job + (" (pinned)" if c.pinned else "") for c in moved.changes
+    ]
+    assert console_errors(browser) == []

@@ -8,6 +8,7 @@ import pytest
 
 import optsched
 from optsched.replan import ChangeKind, Reason, move_costs, moved_jobs
+from optsched.replan.replan import group_counts
 
 from tests.replan.conftest import plan_checked, replan_checked
 
@@ -76,3 +77,26 @@ def test_result_serialises_to_json(after_failure):
     assert document["plan"]["status"] == "optimal"
     assert {c["kind"] for c in document["changes"]} <= {k.value for k in ChangeKind}
     assert optsched.Replan.model_validate(document) == result
+
+
+def test_pinned_jobs_stay_unless_the_failure_took_their_devices(demo):
+    """Pin every running job: those off a100-r1 must keep their device groups and counts; a pin on a100-r1 that
+    no longer fits in its 5 devices is dropped and said so, not silently broken."""
+    workload, current = demo
+    running = {p.job: p.allocations for p in current.placements if p.admitted}
+    result = replan_checked(workload, current, {**FAILURE, "pin": sorted(running)})
+    assert result.plan.status is optsched.Status.optimal
+    impossible = {b.job: b.reason for b in result.pins_impossible}
+    after = {p.job: p.allocations for p in result.plan.placements if p.admitted}
+    on_failed = {j for j, allocs in running.items() if any(a.device == "a100-r1" for a in allocs)}
+    for job_id, allocs in running.items():
+        change = next(c for c in result.changes if c.job == job_id)
+        assert change.pinned
+        if job_id in impossible:
+            assert job_id in on_failed and "a100-r1" in impossible[job_id]
+            assert any(f"pin of job {job_id!r} impossible" in w for w in result.plan.warnings)
+        else:
+            assert group_counts(after.get(job_id, ())) == group_counts(allocs), job_id
+            assert change.kind in (ChangeKind.kept, ChangeKind.recapped) and change.restart_hours == 0
+    assert set(running) - on_failed and set(running) - on_failed <= set(running) - set(impossible)
+    assert 1 <= len(impossible) and result.moved == len(impossible)
