@@ -100,3 +100,14 @@ def test_pinned_jobs_stay_unless_the_failure_took_their_devices(demo):
             assert change.kind in (ChangeKind.kept, ChangeKind.recapped) and change.restart_hours == 0
     assert set(running) - on_failed and set(running) - on_failed <= set(running) - set(impossible)
     assert 1 <= len(impossible) and result.moved == len(impossible)
+
+
+def test_the_sample_change_in_models_replans_the_demo_keeping_the_pinned_job(demo):
+    """models/changes/demo-failure.json, as the README's re-planning example uses it."""
+    workload, current = demo
+    sample = DEMO.parents[1] / "changes" / "demo-failure.json"
+    result = replan_checked(workload, current, sample, move_cost_hours=0.5)
+    assert result.plan.feasible and result.pins_impossible == ()
+    pinned = next(c for c in result.changes if c.job == "llm-pretrain")
+    assert pinned.pinned and group_counts(pinned.before) == group_counts(pinned.after)
+    assert result.restart_hours == pytest.approx(0.5 * result.moved) and result.moved >= 1
