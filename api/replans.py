@@ -22,7 +22,7 @@ from api.resources import (
     v1_blueprint,
 )
 from api.schemas import AsyncSubmitHeaders, ReplanPath, ReplanResourcePath
-from optsched.replan import apply_change
+from optsched.replan import Change, apply_change
 from optsched.schema.workload import Workload
 
 bp = v1_blueprint("replans", __name__, "replans", "Re-plan after failures and changes (optsched replan).")
@@ -42,11 +42,12 @@ bp = v1_blueprint("replans", __name__, "replans", "Re-plan after failures and ch
         409: problem_doc("The plan has no result yet (queued or solving) or ended without one."),
     }),
 )
-def create_replan(path: ReplanPath, header: AsyncSubmitHeaders):
+def create_replan(path: ReplanPath, header: AsyncSubmitHeaders, body: Change):
     """Validate the change against the parent's workload, store, queue: 202."""
     parent = record_or_404(PLANS, path.plan_id)
     if parent.plan is None or not parent.status.final:
         raise ApiProblem(409, f"plan {path.plan_id!r} is {parent.status.value} and has no plan to re-plan from")
+    # The raw document, not `body`: Change.load also checks what the model alone cannot (ids listed twice).
     change: Any = request.get_json()
     apply_change(Workload.load(parent.workload), change)  # InvalidChange: 422 with the paths in the change
     document = {"workload": parent.workload, "plan": parent.plan, "change": change}

@@ -57,7 +57,7 @@ class Method(StrEnum):
     simulation = "simulation"
 
 
-class Status(StrEnum):
+class StudyStatus(StrEnum):
     ok = "ok"  # stable, and every target met (or none given)
     unstable = "unstable"  # offered load at or above the servers, whatever the caps
     targets_missed = "targets_missed"  # stable, but no caps meet every target
@@ -387,7 +387,7 @@ class StudyResult(_Output):
     study: str
     discipline: Discipline
     method: Method
-    status: Status
+    status: StudyStatus
     stable: bool
     reason: str | None = Field(description="Why the status is not ok; None when it is.")
     device_model: str
@@ -409,4 +409,4 @@ class StudyResult(_Output):
 
     @property
     def ok(self) -> bool:
-        return self.status == Status.ok
+        return self.status == StudyStatus.ok

@@ -33,7 +33,7 @@ from optsched.queueing.schema import (
     FrontPoint,
     Method,
     SimulationInfo,
-    Status,
+    StudyStatus,
     Study,
     StudyResult,
     load_study,
@@ -144,10 +144,10 @@ def analyze(
         classes = tuple(_simulated_class(s, i, best, simulated[i]) for i in range(len(s.classes)))
         power = mean_power(s, best.caps, [(r.utilization or 0.0) * best.servers for r in classes])
         missed = [r for r in classes if r.meets_target is False]
-        if missed and status == Status.ok:
-            status, reason = Status.targets_missed, "simulated " + _misses(missed)
-        elif not missed and status == Status.targets_missed:
-            status, reason = Status.ok, None
+        if missed and status == StudyStatus.ok:
+            status, reason = StudyStatus.targets_missed, "simulated " + _misses(missed)
+        elif not missed and status == StudyStatus.targets_missed:
+            status, reason = StudyStatus.ok, None
     else:
         classes = tuple(_analytic_class(s, i, best) for i in range(len(s.classes)))
         power = best.mean_power_w
@@ -202,21 +202,21 @@ def _cap_combinations(study: Study, free: list[int]) -> list[tuple[float, ...]]:
     return out
 
 
-def _choose(study: Study, evaluations: list[Evaluation]) -> tuple[Evaluation, Status, str | None]:
+def _choose(study: Study, evaluations: list[Evaluation]) -> tuple[Evaluation, StudyStatus, str | None]:
     """Least mean power among stable evaluations meeting every target; else the closest stable one; else the
     least loaded one, unstable."""
     stable = [e for e in evaluations if e.stable]
     if not stable:
         least = min(evaluations, key=lambda e: e.load)
         at = "at the given caps" if len(evaluations) == 1 else "even at the fastest caps"
-        return least, Status.unstable, (
+        return least, StudyStatus.unstable, (
             f"offered load {least.load:.4g} servers >= {least.servers} servers ({study.device_count} {study.model} "
             f"devices, {study.devices_per_job} per job) {at}: the queue grows without bound; add devices, lower "
             "arrival rates or shorten the work"
         )
     feasible = [e for e in stable if _worst_ratio(study, e) <= 1.0 + TARGET_RTOL]
     if feasible:
-        return min(feasible, key=lambda e: (e.mean_power_w, weighted_response(e))), Status.ok, None
+        return min(feasible, key=lambda e: (e.mean_power_w, weighted_response(e))), StudyStatus.ok, None
     closest = min(stable, key=lambda e: (_worst_ratio(study, e), e.mean_power_w))
     misses = [
         f"{k.name} {m.response:.4g} h > target {study.targets[k.name].mean_response_hours:g} h"
@@ -224,7 +224,7 @@ def _choose(study: Study, evaluations: list[Evaluation]) -> tuple[Evaluation, St
         if k.name in study.targets and not _meets(m.response, study.targets[k.name].mean_response_hours)
     ]
     what = "the given caps miss" if len(evaluations) == 1 else "no caps meet every target; the closest misses"
-    return closest, Status.targets_missed, f"{what}: {'; '.join(misses)}"
+    return closest, StudyStatus.targets_missed, f"{what}: {'; '.join(misses)}"
 
 
 def _meets(response: float, target: float) -> bool:

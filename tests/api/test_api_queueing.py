@@ -6,6 +6,7 @@ import copy
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from optsched.queueing import analyze
@@ -25,6 +26,10 @@ def test_a_study_is_analysed_by_the_workers_as_the_library_does(live, season):
     body = poll(live, created.headers["Location"], timeout_s=120)
     expected = analyze(season)
     assert body["status"] == ("done" if expected.ok else "infeasible")
+    spec = live.get("/openapi.json").get_json()
+    # The published schema describes the answer (two enums named Status once made it a lie).
+    resource = {"$ref": "#/components/schemas/QueueingStudyResource", "components": spec["components"]}
+    jsonschema.validate(body, resource, cls=jsonschema.Draft202012Validator)
     result = body["result"]
     assert result["caps"] == expected.caps and result["mean_power_w"] == pytest.approx(expected.mean_power_w)
     got = {c["name"]: c["mean_response_hours"] for c in result["classes"]}

@@ -61,3 +61,12 @@ def test_a_plan_still_queued_cannot_be_replanned(client):
 
 def parent_workload() -> dict:
     return json.loads(DEMO.read_text()) | {"options": {"mip_gap": 0.01}}
+
+
+def test_the_change_document_is_validated_against_its_published_schema(client):
+    response = client.post("/v1/plans/unknown/replans", json={"budget_w": "9000", "pin": "a", "surprise": 1})
+    assert response.status_code == 422
+    assert sorted(e["path"] for e in response.get_json()["errors"]) == ["budget_w", "pin", "surprise"]
+    spec = client.get("/openapi.json").get_json()
+    body = spec["paths"]["/v1/plans/{plan_id}/replans"]["post"]["requestBody"]
+    assert body["required"] and "application/json" in body["content"]

@@ -6,10 +6,12 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import re
 
 import pytest
 
 from api.examples import NIGHT_QUEUE, PLAN, WORKLOAD
+from tests.api.helpers import poll
 from tests.hardening.conftest import paths, problem
 
 
@@ -71,14 +73,25 @@ def test_the_night_start_is_returned_as_it_was_given_in_the_documented_format(ma
     pattern = spec["components"]["schemas"]["NightPlanRequest"]["properties"]["start"]["pattern"]
     assert spec["components"]["schemas"]["NightPlan"]["properties"]["start"]["pattern"] == pattern
     example = spec["paths"]["/v1/night-plans"]["post"]["requestBody"]["content"]["application/json"]["example"]
-    import re
-
     assert re.fullmatch(pattern.strip("^$"), example["start"])  # the example itself is in the documented format
     for given, stored in (("2026-12-01T22:00", "2026-12-01T22:00:00"), ("2026-12-01T22:00:30+01:00", "2026-12-01T22:00:30+01:00")):
         created = post(client, "/v1/night-plans", night(start=given))
         assert created.status_code == 202
         record = client.application.extensions["optsched"].store.get(created.get_json()["id"])
         assert record.params["start"] == stored and re.fullmatch(pattern.strip("^$"), stored)
+
+
+def test_a_solved_night_plan_returns_its_start_with_an_offset_in_the_documented_format(make_app):
+    client = make_app(START_WORKERS=True, WORKERS=1).test_client()
+    spec = client.get("/openapi.json").get_json()
+    pattern = spec["components"]["schemas"]["NightPlan"]["properties"]["start"]["pattern"].strip("^$")
+    created = post(client, "/v1/night-plans", night(start="2026-12-01T22:00+01:00", hours=2.0))
+    assert created.status_code == 202
+    body = poll(client, created.headers["Location"], timeout_s=120)
+    assert body["status"] not in ("queued", "solving"), body["status"]
+    assert body["night_plan"]["start"] == "2026-12-01T22:00:00+01:00"
+    assert re.fullmatch(pattern, body["night_plan"]["start"])
+    assert all(re.fullmatch(pattern, e["at"]) for e in body["night_plan"]["events"])
 
 
 def test_query_counts_are_digits_only(make_app):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optsched.queueing import Status, analyze, evaluate, load_study
+from optsched.queueing import StudyStatus, analyze, evaluate, load_study
 from optsched.schema.errors import InvalidStudy
 from tests.queueing.queueing_factories import klass, study
 
@@ -145,7 +145,7 @@ def test_mean_power_is_idle_draw_plus_each_class_cap_while_busy():
 @pytest.mark.parametrize("rate", [1.0, 1.2])
 def test_load_at_or_above_capacity_is_unstable_with_a_reason_and_no_numbers(rate):
     result = analyze(study([klass("a", "high", rate, 1.0)]))
-    assert result.status == Status.unstable and not result.stable
+    assert result.status == StudyStatus.unstable and not result.stable
     assert "offered load" in result.reason and ">= 1 servers" in result.reason
     assert result.mean_power_w is None
     assert all(k.mean_wait_hours is None and k.mean_response_hours is None and k.utilization is None for k in result.classes)
@@ -170,7 +170,7 @@ def test_caps_minimise_mean_power_under_the_targets_by_exhaustive_search():
     power, caps = min(candidates)
     assert (result.caps["hi"], result.caps["lo"]) == caps == (100.0, 60.0)
     assert result.mean_power_w == pytest.approx(power, rel=1e-12) and power == pytest.approx(55.75)
-    assert result.status == Status.ok and result.meets_targets is True
+    assert result.status == StudyStatus.ok and result.meets_targets is True
     assert result.caps_chosen == ("hi", "lo") and result.combinations_evaluated == 4
     # The front: (47.5 W, 2.0 h) at 60/60 and (55.75 W, 1.4286 h) at 100/60; 60/100 and 100/100 are dominated.
     assert [(round(p.mean_power_w, 6), round(p.high_priority_response_hours, 4)) for p in result.front] == [(47.5, 2.0), (55.75, 1.4286)]
@@ -181,7 +181,7 @@ def test_no_caps_meeting_the_targets_reports_the_closest_and_why():
     doc = study([klass("hi", "high", 0.3, 1.0, cap_w=None), klass("lo", "low", 0.3, 1.0, cap_w=None)],
                 discipline="preemptive", targets={"hi": 1.2})
     result = analyze(doc)
-    assert result.status == Status.targets_missed and result.meets_targets is False and result.stable
+    assert result.status == StudyStatus.targets_missed and result.meets_targets is False and result.stable
     assert result.caps["hi"] == 100.0 and "hi 1.429 h > target 1.2 h" in result.reason
 
 
@@ -232,7 +232,7 @@ def stable_studies(draw):
 @given(stable_studies(), st.floats(1.05, 1.5))
 def test_random_stable_studies_have_positive_responses_that_grow_with_load(doc, factor):
     base = analyze(doc)
-    assert base.stable and base.status == Status.ok
+    assert base.stable and base.status == StudyStatus.ok
     for k in base.classes:
         assert k.mean_wait_hours >= 0 and k.mean_response_hours >= k.service_mean_hours > 0
     busier = {**doc, "classes": [{**k, "arrival_rate_per_hour": k["arrival_rate_per_hour"] * factor} for k in doc["classes"]]}

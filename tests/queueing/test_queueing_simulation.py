@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from optsched.queueing import Status, analyze
+from optsched.queueing import StudyStatus, analyze
 from tests.queueing.queueing_factories import klass, study
 
 SIM = {"method": "simulation", "seed": 1, "replications": 10, "jobs_per_replication": 6_000}
@@ -74,10 +74,10 @@ def test_simulation_result_carries_intervals_and_its_settings_and_leaves_random_
     assert first.simulation is not None and first.simulation.preemption == "resume"
     assert first.simulation.replications == 3 and first.simulation.library.startswith("ciw 3.")
     assert all(k.response_half_width_hours > 0 and k.method_detail.startswith("simulation: ciw") for k in first.classes)
-    assert first.status == Status.ok and first.mean_power_w > 0
+    assert first.status == StudyStatus.ok and first.mean_power_w > 0
 
 
 def test_an_unstable_study_is_not_simulated():
     result = analyze(study([klass("a", "high", 1.5, 1.0)]), method="simulation")
-    assert result.status == Status.unstable and result.simulation is None
+    assert result.status == StudyStatus.unstable and result.simulation is None
     assert all(k.mean_response_hours is None for k in result.classes)

@@ -15,6 +15,7 @@ import pytest
 import requests
 
 from api import services
+from optsched.infra.store import PlanStore
 from tests.api.helpers import tiny_workload
 from api.testing import GOOD, SECRET_NAME, TOKEN, WRONG, protected_routes, url_for_rule
 
@@ -108,3 +109,20 @@ def test_the_real_servers_sqlite_files_are_private_whatever_the_umask(live_serve
         assert path.exists(), path
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, (path, oct(path.stat().st_mode))
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
+def test_an_existing_folder_others_can_read_is_tightened_but_a_shared_sticky_one_is_left_alone(tmp_path):
+    ours = tmp_path / "ours"
+    ours.mkdir(mode=0o755)
+    ours.chmod(0o755)
+    store = PlanStore(f"sqlite:///{ours}/plans.db")
+    store.close()
+    assert stat.S_IMODE(ours.stat().st_mode) == 0o700
+    assert stat.S_IMODE((ours / "plans.db").stat().st_mode) == 0o600
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)  # like /tmp: tightening it would lock the other users out
+    store = PlanStore(f"sqlite:///{shared}/plans.db")
+    store.close()
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o1777
+    assert stat.S_IMODE((shared / "plans.db").stat().st_mode) == 0o600
