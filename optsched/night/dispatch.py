@@ -383,11 +383,10 @@ def _wspt_key(view: View, j: int) -> tuple:
 
 
 def _hybrid_key(view: View, j: int) -> tuple:
-    """Hard jobs with an effective deadline first, earliest deadline first; every other job by weighted shortest
-    remaining time."""
-    fleet = view.fleet
-    deadline = fleet.effective_deadline(j)
-    if fleet.jobs[j].is_hard and deadline is not None:
+    """Jobs a hard deadline waits on (a hard job's own, or one a hard job after it sets along `after`) first,
+    earliest such deadline first; every other job by weighted shortest remaining time (Smith's rule)."""
+    deadline = view.fleet.hard_deadline(j)
+    if deadline is not None:
         return (0, deadline, j)
     return (1, -_wspt(view, j), j)
 

@@ -64,6 +64,18 @@ class Fleet:
     def effective_deadlines(self) -> tuple[float | None, ...]:
         """Each job's deadline, tightened backwards along `after`: it must end in time for every job after it to
         run alone at its best speed by that job's effective deadline (hours; None without any)."""
+        return self._tightened([job.deadline_hours for job in self.queue.jobs])
+
+    @cached_property
+    def hard_deadlines(self) -> tuple[float | None, ...]:
+        """The effective deadlines that the hard jobs' deadlines alone set (hours; None for a job no hard deadline
+        waits on): a normal prep job before a critical job due at 3 h gets one, since its wait is the critical
+        job's miss."""
+        return self._tightened([job.deadline_hours if job.is_hard else None for job in self.queue.jobs])
+
+    def _tightened(self, own: list[float | None]) -> tuple[float | None, ...]:
+        """`own` deadlines propagated backwards along `after`: d_j = min(own_j, min over successors s of
+        d_s - work_s / best speedup_s)."""
         successors: list[list[int]] = [[] for _ in self.queue.jobs]
         for j, preds in enumerate(self.predecessors):
             for p in preds:
@@ -83,7 +95,7 @@ class Fleet:
             stack.append((j, True))
             stack.extend((s, False) for s in successors[j] if not done[s])
         for j in order:
-            bounds = [] if self.queue.jobs[j].deadline_hours is None else [self.queue.jobs[j].deadline_hours]
+            bounds = [] if own[j] is None else [own[j]]
             for s in successors[j]:
                 best = self.best_speedup(s)
                 if out[s] is not None and best > 0:
@@ -93,6 +105,9 @@ class Fleet:
 
     def effective_deadline(self, j: int) -> float | None:
         return self.effective_deadlines[j]
+
+    def hard_deadline(self, j: int) -> float | None:
+        return self.hard_deadlines[j]
 
     @cached_property
     def _speeds(self) -> tuple[tuple[tuple[float, ...], ...], ...]:

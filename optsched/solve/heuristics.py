@@ -91,14 +91,16 @@ def _fastest_first(data: ModelData, j: int, max_cap_only: bool) -> list[list[Opt
 
 
 def _place_greedily(
-    data: ModelData, j: int, fleet: FreeCapacity, counts: Counts, lower_caps: bool, minimal: bool = False
-) -> None:
-    """Add the fastest device that fits, one at a time, until the job meets its deadline (or, `minimal`, is
-    satisfied at all), reaches max_devices, or nothing fits; keep the devices only if the job is satisfied."""
+    data: ModelData, j: int, fleet: FreeCapacity, counts: Counts, lower_caps: bool, minimal: bool = False,
+    start: Counts | None = None,
+) -> bool:
+    """Add the fastest device that fits, one at a time, to `start` (devices the job already holds in `fleet`, not
+    in `counts`), until the job meets its deadline (or, `minimal`, is satisfied at all), reaches max_devices, or
+    nothing fits; keep the devices only if the job is satisfied (else every one goes back). True if kept."""
     job = data.jobs[j]
-    taken: Counts = {}
+    taken: Counts = dict(start or {})
     ladders = _fastest_first(data, j, max_cap_only=not lower_caps)
-    total = 0
+    total = sum(taken.values())
     while total < data.max_devices(j):
         done = minimal or job.deadline_hours is not None
         if done and total >= job.min_devices and job_satisfied(data, j, taken):
@@ -111,9 +113,10 @@ def _place_greedily(
         total += 1
     if job_satisfied(data, j, taken):
         counts.update(taken)
-    else:
-        for key, n in taken.items():
-            fleet.give_back(data.option_by_key[key], n)
+        return True
+    for key, n in taken.items():
+        fleet.give_back(data.option_by_key[key], n)
+    return False
 
 
 def greedy_counts(data: ModelData, lower_caps: bool = False) -> Counts:
@@ -169,6 +172,93 @@ def round_and_repair(data: ModelData, fractional: dict[tuple[int, int, int], flo
     if not data.admit_all:
         fill_greedily(data, fleet, counts)
     return counts
+
+
+def round_must_run_first(data: ModelData, fractional: dict[tuple[int, int, int], float]) -> Counts:
+    """Round an LP allocation in two tiers, must-run jobs first (so that the others' rounding cannot take the
+    devices and watts they need): in each, every job keeps the floor of its LP devices, the largest fractions are
+    rounded up while they fit (each job up to its rounded LP total, at least one device); a job left unsatisfied
+    is completed with the fastest devices that fit, or dropped (a must-run one re-placed greedily, taking devices
+    from must-run jobs that stay satisfied without them if it must). Leftover devices and watts are spread
+    greedily. Feasible by construction, like `round_and_repair`."""
+    fleet = FreeCapacity(data)
+    counts: Counts = {}
+    if not fleet.within_budgets:
+        return counts
+    must = data.must_run_set
+    order = job_order(data)
+    for tier in ([j for j in order if j in must], [j for j in order if j not in must]):
+        _round_tier(data, fractional, fleet, counts, tier)
+        for j in tier:
+            mine = {o.key: counts.pop(o.key) for o in data.options_of_job[j] if counts.get(o.key)}
+            if mine and job_satisfied(data, j, mine):
+                counts.update(mine)
+            elif mine and _place_greedily(data, j, fleet, counts, lower_caps=True, minimal=True, start=mine):
+                continue
+            elif j in must and not _place_greedily(data, j, fleet, counts, lower_caps=True, minimal=True):
+                _place_by_taking(data, j, fleet, counts, tier)
+    if not data.admit_all:
+        fill_greedily(data, fleet, counts)
+    return counts
+
+
+def _place_by_taking(data: ModelData, j: int, fleet: FreeCapacity, counts: Counts, donors: list[int]) -> bool:
+    """Free, one at a time, devices of the groups job j may use from `donors` that stay satisfied without them
+    (the donor with most devices first), until j can be placed greedily; at most max_devices(j) x 4 devices."""
+    groups = {o.group for o in data.options_of_job[j]}
+    for _ in range(4 * max(1, data.max_devices(j))):
+        best = None
+        for k in donors:
+            if k == j:
+                continue
+            held = [(key, n) for key in (o.key for o in data.options_of_job[k]) if (n := counts.get(key, 0)) > 0]
+            for key, n in held:
+                if key[1] not in groups:
+                    continue
+                less = dict(held)
+                less[key] = n - 1
+                if job_satisfied(data, k, {x: m for x, m in less.items() if m}):
+                    size = sum(m for _, m in held)
+                    if best is None or size > best[0]:
+                        best = (size, key)
+        if best is None:
+            return False
+        key = best[1]
+        counts[key] -= 1
+        if not counts[key]:
+            del counts[key]
+        fleet.give_back(data.option_by_key[key])
+        if _place_greedily(data, j, fleet, counts, lower_caps=True, minimal=True):
+            return True
+    return False
+
+
+def _round_tier(data: ModelData, fractional: dict[tuple[int, int, int], float], fleet: FreeCapacity, counts: Counts,
+                jobs: list[int]) -> None:
+    """Floors of the LP devices of `jobs`, then their largest fractions rounded up while they fit."""
+    options = [o for j in jobs for o in data.options_of_job[j]]
+    mass = {j: 0.0 for j in jobs}
+    devices = {j: 0 for j in jobs}
+    for o in options:
+        v = fractional.get(o.key, 0.0)
+        mass[o.job] += v
+        n = math.floor(v + 1e-6)
+        if n and fleet.fits(o, n):
+            fleet.take(o, n)
+            counts[o.key] = n
+            devices[o.job] += n
+    fractions = sorted(
+        ((fractional.get(o.key, 0.0) - math.floor(fractional.get(o.key, 0.0) + 1e-6), o) for o in options),
+        key=lambda x: (-x[0], -x[1].speed, x[1].key),
+    )
+    for frac, o in fractions:
+        if frac <= 1e-6:
+            break
+        want = min(max(1, round(mass[o.job])), data.max_devices(o.job))
+        if devices[o.job] < want and fleet.fits(o):
+            fleet.take(o)
+            counts[o.key] = counts.get(o.key, 0) + 1
+            devices[o.job] += 1
 
 
 def greedy_fill(data: ModelData) -> Counts:

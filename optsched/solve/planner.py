@@ -28,7 +28,7 @@ from optsched.solve.backends import Builder
 from optsched.solve.bound import Lagrangian
 from optsched.solve.construct import construct, improve
 from optsched.solve.decompose import option_count, solve_decomposed
-from optsched.solve.heuristics import round_and_repair
+from optsched.solve.heuristics import round_and_repair, round_must_run_first
 from optsched.model.data import ModelData
 from optsched.solve.diagnosis import diagnose_infeasible, precheck
 from optsched.model.constraints import add_tangent_cut, needs_host
@@ -255,6 +255,8 @@ def _refine(
         _improve_bound(search, primary_bound(b, data, objective, relaxation.bound), maximise)
         fractional = b.values(relaxation, "n", (o.key for o in data.options))
         seeds.append(round_and_repair(data, fractional))
+        # The plain rounding can leave must-run jobs without devices when the LP gives them all away (racks).
+        seeds.append(round_must_run_first(data, fractional))
     else:
         # No LP in time (very large workloads): the constructive plan stands, with the bound no plan can pass.
         _improve_bound(search, _trivial_bound(data, objective), maximise)

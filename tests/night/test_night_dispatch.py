@@ -87,6 +87,44 @@ def test_deadlines_propagate_backwards_along_after_chains():
     assert Fleet(q).effective_deadlines == (3.0, 5.0, 6.0, None)
 
 
+def chain_before_a_hard_deadline() -> dict:
+    """One device (speed 1). crit (critical, 1 h, due at 2.05 h) runs after prep (normal, 1 h): prep must end by
+    1.05 h. H (normal, weight 2: objective weight 4, 2 h) and L (low, 0.1 h) have no deadline; by Smith's rule L
+    (1 / 0.1) goes before H (4 / 2), and H ties with prep (2 / 1) and comes first in the queue."""
+    return workload(
+        [device("g", "m", 1, [(100, 1.0)])],
+        [
+            job("H", work=2, p=1.0, max_devices=1, weight=2.0),
+            job("prep", work=1, p=1.0, max_devices=1),
+            job("crit", work=1, p=1.0, max_devices=1, priority="critical", after=["prep"], deadline_hours=2.05),
+            job("L", work=0.1, p=1.0, max_devices=1, priority="low"),
+        ],
+    )
+
+
+def test_hard_deadlines_propagate_to_the_jobs_a_hard_job_waits_on():
+    assert Fleet(NightQueue.load(chain_before_a_hard_deadline())).hard_deadlines == (None, pytest.approx(1.05), 2.05, None)
+
+
+def test_the_hybrid_order_protects_a_hard_jobs_predecessor_and_orders_the_rest_by_smiths_rule():
+    """dispatch-hybrid: prep 0-1 and crit 1-2 (met), then L 2-2.1 and H 2.1-4.1: weighted mean completion
+    (2 x 1 + 8 x 2 + 1 x 2.1 + 4 x 4.1) / 15 = 36.5 / 15 h. Smith's rule alone (dispatch-wspt) runs L, H, prep and
+    crit misses; priority and deadline orders run H before L (38.1 / 15 h): every other candidate scores worse."""
+    plan = night_checked(chain_before_a_hard_deadline(), candidates=("dispatch-hybrid",))
+    assert {j.job: (j.start_hours, pytest.approx(j.finish_hours)) for j in plan.jobs} == {
+        "prep": (0.0, 1.0),
+        "crit": (1.0, 2.0),
+        "L": (2.0, 2.1),
+        "H": (pytest.approx(2.1), 4.1),
+    }
+    assert plan.summary.hard_deadlines_missed == ()
+    assert plan.summary.weighted_mean_completion_hours == pytest.approx(36.5 / 15)
+    for name in CANDIDATE_NAMES:
+        if name != "dispatch-hybrid":
+            assert score(plan) < score(night_checked(chain_before_a_hard_deadline(), candidates=(name,))), name
+    assert night_checked(chain_before_a_hard_deadline()).chosen == "dispatch-hybrid"
+
+
 def test_the_planner_keeps_the_best_of_its_candidates():
     plan = night_checked(hand_queue())
     assert plan.policy == "planner" and plan.chosen in CANDIDATE_NAMES
