@@ -93,9 +93,10 @@ def add_serial_host(b: Builder, data: ModelData) -> None:
 
 def add_speedup_cuts(b: Builder, data: ModelData) -> None:
     """S_j <= (1-t)^2 s_host/(1-p) + t^2 R/p for t in T_j (speed units); S_j <= R for p = 1, S_j <= s_host for p = 0."""
-    for j in range(len(data.jobs)):
-        for t in tangent_points(data, j):
-            add_tangent_cut(b, data, j, t)
+    # One add_rows call for every initial cut: a call per row costs more than the rows themselves on large models.
+    b.add_rows(Family.speedup_cut, [
+        row for j in range(len(data.jobs)) for t in tangent_points(data, j) if (row := _new_tangent_cut(b, data, j, t))
+    ])
 
 
 def tangent_points(data: ModelData, j: int) -> list[float]:
@@ -113,9 +114,18 @@ def tangent_points(data: ModelData, j: int) -> list[float]:
 def add_tangent_cut(b: Builder, data: ModelData, j: int, t: float) -> bool:
     """S_j <= (1-t)^2 X_j + t^2 Y_j, the tangent plane of S = XY/(X+Y) where X/(X+Y) = t (exact there, above elsewhere).
     Returns False when the job already has this cut."""
+    row = _new_tangent_cut(b, data, j, t)
+    if row is None:
+        return False
+    b.add_rows(Family.speedup_cut, [row])
+    return True
+
+
+def _new_tangent_cut(b: Builder, data: ModelData, j: int, t: float):
+    """The row of the cut at t, recorded in b.cut_keys; None when the job already has it."""
     key = (j, round(t, 9))
     if key in b.cut_keys:
-        return False
+        return None
     b.cut_keys.add(key)
     p = data.jobs[j].parallel_fraction
     if p == 1.0:
@@ -124,8 +134,7 @@ def add_tangent_cut(b: Builder, data: ModelData, j: int, t: float) -> bool:
         terms = [("S", j, 1.0), ("s_host", j, -1.0)]
     else:
         terms = [("S", j, 1.0), ("s_host", j, -((1 - t) ** 2) / (1 - p)), ("R", j, -(t**2) / p)]
-    b.add_rows(Family.speedup_cut, [(key, terms, -INF, 0.0)])
-    return True
+    return key, terms, -INF, 0.0
 
 
 def add_deadlines(b: Builder, data: ModelData) -> None:

@@ -254,9 +254,11 @@ def _refine(
     if relaxation is not None and relaxation.values is not None:
         _improve_bound(search, primary_bound(b, data, objective, relaxation.bound), maximise)
         fractional = b.values(relaxation, "n", (o.key for o in data.options))
-        seeds.append(round_and_repair(data, fractional))
-        # The plain rounding can leave must-run jobs without devices when the LP gives them all away (racks).
-        seeds.append(round_must_run_first(data, fractional))
+        plain = round_and_repair(data, fractional)
+        seeds.append(plain)
+        if not _feasible(data, plain):
+            # The plain rounding can leave must-run jobs without devices when the LP gives them all away (racks).
+            seeds.append(round_must_run_first(data, fractional))
     else:
         # No LP in time (very large workloads): the constructive plan stands, with the bound no plan can pass.
         _improve_bound(search, _trivial_bound(data, objective), maximise)
