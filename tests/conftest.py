@@ -39,7 +39,8 @@ SLOW_PARTS = ("tests/reliability/", "tests/scale/", "tests/api/test_api_server.p
               "tests/api/test_api_jobs.py", "tests/api/test_api_kinds.py", "tests/night/", "tests/test_time_limit.py",
               "tests/test_frontier.py", "tests/test_properties.py", "tests/queueing/test_queueing_simulation.py",
               "tests/test_large.py", "tests/hardening/test_server.py", "tests/hardening/test_generated_client.py",
-              "tests/pages/test_pages_browser.py", "tests/outages/")
+              "tests/pages/test_pages_browser.py", "tests/outages/", "tests/test_rounding.py",
+              "tests/replan/test_replan_demo.py")
 
 
 def pytest_collection_modifyitems(config, items):

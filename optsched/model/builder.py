@@ -6,8 +6,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Sequence
 
+import numpy as np
+
 Term = tuple[str, Hashable, float]  # (variable block, key, coefficient)
 Row = tuple[Hashable, list[Term], float, float]  # (key, terms, lower, upper)
+# (variable block, row of each entry, position of its variable in the block, coefficient): one block's share of
+# a sparse matrix of rows, positions in the order the block's keys were added.
+Entries = tuple[str, np.ndarray, np.ndarray, np.ndarray]
+CostEntries = tuple[str, np.ndarray, np.ndarray]  # (variable block, positions in the block, coefficients)
 
 
 class ModelBuilder(ABC):
@@ -30,8 +36,37 @@ class ModelBuilder(ABC):
     @abstractmethod
     def add_rows(self, family: str, rows: Iterable[Row]) -> None: ...
 
+    def add_matrix_rows(
+        self, family: str, keys: Sequence[Hashable], lower: np.ndarray, upper: np.ndarray, entries: Sequence[Entries]
+    ) -> None:
+        """The rows `keys` of a family given as arrays; within a row, entries keep the order of `entries` and then
+        their own order. This default writes them as term lists; a backend may take the arrays as they are."""
+        names = {name: self.block_keys(name) for name, *_ in entries}
+        terms: list[list[Term]] = [[] for _ in keys]
+        for name, rows, positions, coefs in entries:
+            block = names[name]
+            for r, k, c in zip(rows.tolist(), positions.tolist(), coefs.tolist()):
+                terms[r].append((name, block[k], c))
+        self.add_rows(family, zip(keys, terms, np.asarray(lower).tolist(), np.asarray(upper).tolist()))
+
     @abstractmethod
-    def set_objective(self, terms: list[Term], constant: float, maximise: bool) -> None: ...
+    def block_keys(self, name: str) -> list[Hashable]:
+        """The keys of variable block `name`, in the order they were added."""
+
+    @abstractmethod
+    def set_objective(
+        self, terms: list[Term], constant: float, maximise: bool, entries: Sequence[CostEntries] = ()
+    ) -> None:
+        """The objective: `entries` (arrays, as in add_matrix_rows) then `terms`, coefficients of one variable
+        added up, plus `constant`."""
+
+    def entry_terms(self, entries: Sequence[CostEntries]) -> list[Term]:
+        """`entries` written as terms."""
+        terms: list[Term] = []
+        for name, positions, coefs in entries:
+            block = self.block_keys(name)
+            terms.extend((name, block[k], c) for k, c in zip(positions.tolist(), coefs.tolist()))
+        return terms
 
     @abstractmethod
     def column(self, name: str, key: Hashable) -> int:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+import numpy as np
+
 from optsched.model.amdahl import initial_tangent_points
 from optsched.model.builder import ModelBuilder as Builder, Term
 from optsched.schema.names import Family
@@ -27,14 +29,15 @@ ExtraFunctionality = Callable[[Builder, ModelData], None]
 
 def add_variables(b: Builder, data: ModelData) -> None:
     """n in Z+ (devices), h in {0,1} (host), a in {0,1} (admitted), S, R, s_host >= 0 (speed units)."""
-    options = data.options
-    b.add_variables("n", [o.key for o in options], [0.0] * len(options),
-                    [float(min(data.groups[o.group].count, data.max_devices(o.job))) for o in options], integer=True)
-    hosts = [o.key for j in range(len(data.jobs)) if needs_host(data, j) for o in data.host_options(j)]
+    options, o, a = data.options, data.option_arrays, data.arrays
+    most = np.minimum(a.count[o.group], a.max_devices[o.job]).astype(np.float64)
+    b.add_variables("n", [x.key for x in options], [0.0] * len(options), most.tolist(), integer=True)
+    # The host options of the jobs with p < 1, job by job: the order of data.host_options.
+    hosts = [options[i].key for i in np.flatnonzero(o.host).tolist()]
     b.add_variables("h", hosts, [0.0] * len(hosts), [1.0] * len(hosts), integer=True)
     jobs = list(range(len(data.jobs)))
     # Family.must_run lives here, as the bound a[j] >= 1 of each must-run job (a row would only be presolved away).
-    must = [1.0 if j in data.must_run else 0.0 for j in jobs]
+    must = a.must.astype(np.float64).tolist()
     b.add_variables("a", jobs, must, [1.0] * len(jobs), integer=True)
     b.add_variables("S", jobs, [0.0] * len(jobs), [data.best_speedup(j) for j in jobs], integer=False)
     b.add_variables("R", jobs, [0.0] * len(jobs), [INF] * len(jobs), integer=False)
@@ -48,47 +51,70 @@ def needs_host(data: ModelData, j: int) -> bool:
 
 def add_speed_definitions(b: Builder, data: ModelData) -> None:
     """R_j = sum_{g,l} s_jgl n[j,g,l] and s_host_j = sum_{g,l} s_jgl h[j,g,l]  (reference-device speed units)."""
-    b.add_rows(Family.aggregate_speed, (
-        (j, [("R", j, 1.0)] + [("n", o.key, -o.speed) for o in data.options_of_job[j]], 0.0, 0.0)
-        for j in range(len(data.jobs))
-    ))
-    b.add_rows(Family.host_speed, (
-        (j, [("s_host", j, 1.0)] + [("h", o.key, -o.speed) for o in data.host_options(j)], 0.0, 0.0)
-        for j in range(len(data.jobs)) if needs_host(data, j)
-    ))
+    o = data.option_arrays
+    jobs = np.arange(len(data.jobs))
+    b.add_matrix_rows(Family.aggregate_speed, range(len(jobs)), np.zeros(len(jobs)), np.zeros(len(jobs)), [
+        ("R", jobs, jobs, np.ones(len(jobs))),
+        ("n", o.job, np.arange(len(o.job)), -o.speed),
+    ])
+    hosted = _hosted_jobs(data)
+    row_of = _row_of(hosted, len(jobs))
+    b.add_matrix_rows(Family.host_speed, hosted.tolist(), np.zeros(len(hosted)), np.zeros(len(hosted)), [
+        ("s_host", np.arange(len(hosted)), hosted, np.ones(len(hosted))),
+        ("h", row_of[o.job[o.host]], np.arange(int(o.host.sum())), -o.speed[o.host]),
+    ])
 
 
 def add_device_capacity(b: Builder, data: ModelData) -> None:
     """sum_{j,l} n[j,g,l] <= count_g  (devices)."""
-    b.add_rows(Family.device_capacity, (
-        (g, [("n", o.key, 1.0) for o in opts], -INF, float(data.groups[g].count))
-        for g, opts in enumerate(data.options_of_group) if opts
-    ))
+    o = data.option_arrays
+    used = np.flatnonzero(np.bincount(o.group, minlength=len(data.groups)))
+    count = np.array([float(data.groups[g].count) for g in used.tolist()])
+    b.add_matrix_rows(Family.device_capacity, used.tolist(), np.full(len(used), -INF), count, [
+        ("n", _row_of(used, len(data.groups))[o.group], np.arange(len(o.group)), np.ones(len(o.group))),
+    ])
 
 
 def add_admission(b: Builder, data: ModelData) -> None:
     """min_j a_j <= sum_{g,l} n[j,g,l] <= max_j a_j  (devices)."""
-    def rows(bound: str):
-        for j, job in enumerate(data.jobs):
-            devices = [("n", o.key, 1.0) for o in data.options_of_job[j]]
-            if bound == "min":
-                yield j, devices + [("a", j, -float(job.min_devices))], 0.0, INF
-            else:
-                yield j, devices + [("a", j, -float(data.max_devices(j)))], -INF, 0.0
-
-    b.add_rows(Family.admission_min, rows("min"))
-    b.add_rows(Family.admission_max, rows("max"))
+    o = data.option_arrays
+    jobs = np.arange(len(data.jobs))
+    devices = ("n", o.job, np.arange(len(o.job)), np.ones(len(o.job)))
+    least = np.array([float(job.min_devices) for job in data.jobs])
+    most = np.array([float(data.max_devices(j)) for j in jobs.tolist()])
+    zeros = np.zeros(len(jobs))
+    b.add_matrix_rows(Family.admission_min, jobs.tolist(), zeros, np.full(len(jobs), INF), [devices, ("a", jobs, jobs, -least)])
+    b.add_matrix_rows(Family.admission_max, jobs.tolist(), np.full(len(jobs), -INF), zeros, [devices, ("a", jobs, jobs, -most)])
 
 
 def add_serial_host(b: Builder, data: ModelData) -> None:
     """sum_{g,l} h[j,g,l] = a_j and h[j,g,l] <= n[j,g,l]: one allocated device carries the serial part."""
-    jobs = [j for j in range(len(data.jobs)) if needs_host(data, j)]
-    b.add_rows(Family.host_choice, (
-        (j, [("h", o.key, 1.0) for o in data.host_options(j)] + [("a", j, -1.0)], 0.0, 0.0) for j in jobs
-    ))
-    b.add_rows(Family.host_allocated, (
-        (o.key, [("h", o.key, 1.0), ("n", o.key, -1.0)], -INF, 0.0) for j in jobs for o in data.host_options(j)
-    ))
+    o = data.option_arrays
+    hosted = _hosted_jobs(data)
+    hosts = np.flatnonzero(o.host)
+    ones = np.ones(len(hosts))
+    b.add_matrix_rows(Family.host_choice, hosted.tolist(), np.zeros(len(hosted)), np.zeros(len(hosted)), [
+        ("h", _row_of(hosted, len(data.jobs))[o.job[hosts]], np.arange(len(hosts)), ones),
+        ("a", np.arange(len(hosted)), hosted, -np.ones(len(hosted))),
+    ])
+    keys = [data.options[i].key for i in hosts.tolist()]
+    rows = np.arange(len(hosts))
+    b.add_matrix_rows(Family.host_allocated, keys, np.full(len(hosts), -INF), np.zeros(len(hosts)), [
+        ("h", rows, rows, ones),
+        ("n", rows, hosts, -ones),
+    ])
+
+
+def _hosted_jobs(data: ModelData) -> np.ndarray:
+    """Jobs with a host choice (p < 1), in order."""
+    return np.flatnonzero(data.arrays.p < 1.0)
+
+
+def _row_of(items: np.ndarray, size: int) -> np.ndarray:
+    """[size] the row of each item listed in `items` (-1 for the others)."""
+    row = np.full(size, -1, dtype=np.int64)
+    row[items] = np.arange(len(items))
+    return row
 
 
 def add_speedup_cuts(b: Builder, data: ModelData) -> None:
@@ -139,30 +165,37 @@ def _new_tangent_cut(b: Builder, data: ModelData, j: int, t: float):
 
 def add_deadlines(b: Builder, data: ModelData) -> None:
     """R_j >= sum_{g,l} p / (D_j/W_j - (1-p)/s_gl) h[j,g,l]  (speed units): runtime W/S <= D for the chosen host."""
-    def rows():
-        for j, job in enumerate(data.jobs):
-            if job.deadline_hours is None or job.parallel_fraction == 0.0:
-                # p = 0: the host set holds only devices fast enough alone, and sum h = a forces one of them.
-                continue
-            if job.parallel_fraction == 1.0:
-                yield j, [("R", j, 1.0), ("a", j, -job.work_hours / job.deadline_hours)], 0.0, INF
-            else:
-                need = [("h", o.key, -data.deadline_coefficient(o)) for o in data.host_options(j)]
-                yield j, [("R", j, 1.0)] + need, 0.0, INF
-
-    b.add_rows(Family.deadline, rows())
+    # p = 0 needs no row: the host set holds only devices fast enough alone, and sum h = a forces one of them.
+    a = data.arrays
+    jobs = np.flatnonzero(np.isfinite(a.deadline) & (a.p > 0.0))
+    parallel = jobs[a.p[jobs] == 1.0]
+    row_of = _row_of(jobs, len(data.jobs))
+    o = data.option_arrays
+    hosts = np.flatnonzero(o.host & (row_of[o.job] >= 0))
+    b.add_matrix_rows(Family.deadline, jobs.tolist(), np.zeros(len(jobs)), np.full(len(jobs), INF), [
+        ("R", np.arange(len(jobs)), jobs, np.ones(len(jobs))),
+        ("a", row_of[parallel], parallel, -a.work[parallel] / a.deadline[parallel]),
+        ("h", row_of[o.job[hosts]], np.searchsorted(np.flatnonzero(o.host), hosts), -o.deadline_coefficient[hosts]),
+    ])
 
 
 def add_power_budgets(b: Builder, data: ModelData) -> None:
     """sum_g idle_g count_g + sum (cap_gl - idle_g) n[j,g,l] <= budget  (W), for the fleet and each named domain."""
-    def rows():
-        for domain, limit in budgets(data):
-            idle, terms = power_terms(data, domain)
-            # A scope with no placeable device draws a constant; precheck already compared it with its budget.
-            if terms:
-                yield ("*" if domain is None else domain), terms, -INF, limit - idle
-
-    b.add_rows(Family.power_budget, rows())
+    o = data.option_arrays
+    by_group = np.lexsort((np.arange(len(o.group)), o.group))  # the order of power_terms: group by group
+    keys, limits, entries = [], [], []
+    for domain, limit in budgets(data):
+        groups = groups_in(data, domain)
+        # A scope with no placeable device draws a constant; precheck already compared it with its budget.
+        chosen = by_group[np.isin(o.group[by_group], groups)]
+        if not len(chosen):
+            continue
+        idle = sum(data.groups[g].idle_w * data.groups[g].count for g in groups)
+        entries.append(("n", np.full(len(chosen), len(keys)), chosen, o.draw[chosen]))
+        keys.append("*" if domain is None else domain)
+        limits.append(limit - idle)
+    if keys:
+        b.add_matrix_rows(Family.power_budget, keys, np.full(len(keys), -INF), np.array(limits), entries)
 
 
 def populate_model(

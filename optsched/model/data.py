@@ -29,6 +29,17 @@ class Option(NamedTuple):
     key: tuple[int, int, int]  # (job, group, level), the index of every per-option variable
 
 
+class OptionArrays(NamedTuple):
+    """Every option as arrays, in `ModelData.options` order (N options, H = host.sum() host variables)."""
+
+    job: np.ndarray  # [N] job index
+    group: np.ndarray  # [N] group index
+    speed: np.ndarray  # [N] one device's speed, the job's factor included
+    draw: np.ndarray  # [N] W above idle per device (cap - idle)
+    deadline_coefficient: np.ndarray  # [N] least R with this host (0 where none or not a host)
+    host: np.ndarray  # [N] bool: a host variable h exists (p < 1 and the host can meet the deadline)
+
+
 def eligible(job: Job, group: DeviceGroup) -> bool:
     """Memory fits (unknown device memory does not) and the model is allowed."""
     if job.memory_gb is not None and (group.memory_gb is None or group.memory_gb < job.memory_gb):
@@ -187,6 +198,19 @@ class ModelData:
         )
 
     @cached_property
+    def option_arrays(self) -> OptionArrays:
+        """`options` as NumPy arrays, in the same order (for the families that write their rows as arrays)."""
+        opts = self.options
+        n = len(opts)
+        job = np.fromiter((o.job for o in opts), dtype=np.int64, count=n)
+        group = np.fromiter((o.group for o in opts), dtype=np.int64, count=n)
+        speed = np.fromiter((o.speed for o in opts), dtype=np.float64, count=n)
+        draw = np.fromiter((o.cap_w - o.idle_w for o in opts), dtype=np.float64, count=n)
+        coefficient = deadline_coefficients(self.arrays, job, speed)
+        host = ~np.isnan(coefficient) & (self.arrays.p[job] < 1.0)
+        return OptionArrays(job, group, speed, draw, np.where(host, coefficient, 0.0), host)
+
+    @cached_property
     def option_by_key(self) -> dict[tuple[int, int, int], Option]:
         return {o.key: o for o in self.options}
 
@@ -262,6 +286,24 @@ class ModelData:
     @cached_property
     def peak_power_w(self) -> float:
         return sum(max(lv.cap_w for lv in g.power_levels) * g.count for g in self.groups)
+
+
+def deadline_coefficients(a: Arrays, job: np.ndarray, speed: np.ndarray) -> np.ndarray:
+    """`ModelData.deadline_coefficient` for options given as (job, speed) arrays, NaN where it is None (the same
+    float operations in the same order, so the same values)."""
+    p, work, deadline = a.p[job], a.work[job], a.deadline[job]
+    out = np.zeros(len(job))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = deadline / work
+        slack = ratio - (1.0 - p) / speed
+        parallel = p / slack
+    timed = np.isfinite(deadline)
+    serial = timed & (p == 0.0)
+    out[serial & ~(speed * deadline >= work * (1 - 1e-12))] = np.nan
+    rest = timed & (p != 0.0)
+    too_tight = slack <= MIN_DEADLINE_SLACK * np.maximum(1.0, ratio)
+    out[rest] = np.where(too_tight[rest], np.nan, parallel[rest])
+    return out
 
 
 def best_speedups(a: Arrays) -> np.ndarray:

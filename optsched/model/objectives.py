@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Literal, Mapping, Sequence
 
+import numpy as np
+
 from optsched.model.expressions import power_terms
 
 if TYPE_CHECKING:
@@ -48,8 +50,16 @@ def register(objective: Objective) -> Objective:
     return objective
 
 
-def _speedup_terms(data: "ModelData", scale: float = 1.0) -> list["Term"]:
-    return [("S", j, scale * job.objective_weight) for j, job in enumerate(data.jobs)]
+def _speedup_entries(data: "ModelData") -> tuple[str, np.ndarray, np.ndarray]:
+    """sum_j w_j S_j as (block, positions, coefficients)."""
+    return "S", np.arange(len(data.jobs)), np.array([job.objective_weight for job in data.jobs], dtype=np.float64)
+
+
+def _power_entries(data: "ModelData") -> tuple[float, np.ndarray, np.ndarray]:
+    """The fleet's draw as (idle W, positions of n, W above idle per device): `power_terms(data)` as arrays."""
+    idle, _ = power_terms(data, terms=False)
+    o = data.option_arrays
+    return idle, np.arange(len(o.draw)), o.draw
 
 
 def _tie_break_weight(data: "ModelData", scale: float, spread: float) -> float:
@@ -71,9 +81,8 @@ def _most_speedup(data: "ModelData") -> float:
 def _add_weighted_speedup(b: "Builder", data: "ModelData", extra: Sequence["Term"] = ()) -> float:
     """max sum_j w_j S_j - eps * P + extra  (eps so small that power only breaks ties)."""
     eps = _tie_break_weight(data, _smallest_gain(data), data.peak_power_w)
-    idle, power = power_terms(data)
-    terms = _speedup_terms(data) + [(v, k, -eps * c) for v, k, c in power] + list(extra)
-    b.set_objective(terms, -eps * idle, maximise=True)
+    speedup, (idle, positions, draw) = _speedup_entries(data), _power_entries(data)
+    b.set_objective(list(extra), -eps * idle, maximise=True, entries=[speedup, ("n", positions, -eps * draw)])
     return eps
 
 
@@ -81,8 +90,9 @@ def _add_min_power(b: "Builder", data: "ModelData", extra: Sequence["Term"] = ()
     """min P - eps * sum_j w_j S_j + extra  (W; every job admitted; speedup only breaks ties)."""
     cheapest = min((o.cap_w for o in data.options), default=1.0)
     eps = _tie_break_weight(data, max(data.idle_power_w, cheapest, 1.0), _most_speedup(data))
-    idle, power = power_terms(data)
-    b.set_objective(power + _speedup_terms(data, -eps) + list(extra), idle, maximise=False)
+    idle, positions, draw = _power_entries(data)
+    name, jobs, weights = _speedup_entries(data)
+    b.set_objective(list(extra), idle, maximise=False, entries=[("n", positions, draw), (name, jobs, -eps * weights)])
     return eps
 
 

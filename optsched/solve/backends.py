@@ -97,6 +97,7 @@ class HighsBuilder(Builder):
     def __init__(self, name: str = "optsched"):
         self.name = name
         self._columns: dict[str, dict[Hashable, int]] = {}
+        self._first: dict[str, int] = {}  # each block's first column: a block's columns are contiguous
         self._lower: list[float] = []
         self._upper: list[float] = []
         self._integer: list[int] = []
@@ -105,7 +106,7 @@ class HighsBuilder(Builder):
         self._starts: list[int] = []
         self._index: list[int] = []
         self._value: list[float] = []
-        self._cost: dict[int, float] = {}
+        self._cost = np.zeros(0)  # objective coefficient of each column
         self._offset = 0.0
         self._maximise = False
         self._h = None
@@ -114,9 +115,12 @@ class HighsBuilder(Builder):
     def add_variables(self, name, keys, lower, upper, integer):
         if self._h is not None:
             raise RuntimeError("add variables before the model is first solved")
+        if name in self._columns:
+            raise ValueError(f"variable block {name!r} added twice")
         block = self._columns.setdefault(name, {})
         keys = list(keys)
         first = len(self._lower)
+        self._first[name] = first
         block.update(zip(keys, range(first, first + len(keys))))
         self._lower.extend(lower)
         self._upper.extend(upper)
@@ -125,6 +129,29 @@ class HighsBuilder(Builder):
 
     def column(self, name, key):
         return self._columns[name][key]
+
+    def block_keys(self, name):
+        return list(self._columns[name])
+
+    def add_matrix_rows(self, family, keys, lower, upper, entries):
+        if not len(keys):
+            return
+        rows = np.concatenate([r for _, r, _, _ in entries])
+        cols = np.concatenate([self._first[name] + pos for name, _, pos, _ in entries]).astype(np.int32)
+        vals = np.concatenate([c for _, _, _, c in entries]).astype(np.float64)
+        order = np.argsort(rows, kind="stable")  # row by row, each row's entries in the order they were given
+        starts = np.searchsorted(rows[order], np.arange(len(keys)))
+        lower, upper = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+        self.row_keys.extend((family, k) for k in keys)
+        if self._h is not None:
+            self._h.addRows(len(keys), lower, upper, len(vals), starts.astype(np.int32), cols[order], vals[order])
+            return
+        offset = len(self._index)
+        self._starts.extend((starts + offset).tolist())
+        self._index.extend(cols[order].tolist())
+        self._value.extend(vals[order].tolist())
+        self._row_lower.extend(lower.tolist())
+        self._row_upper.extend(upper.tolist())
 
     def integer_columns(self):
         return np.array(self._integer, dtype=np.int32)
@@ -151,11 +178,14 @@ class HighsBuilder(Builder):
             self._h.addRow(lo, hi, len(idx), idx, val)
             self.row_keys.append((family, key))
 
-    def set_objective(self, terms, constant, maximise):
-        self._cost = {}
+    def set_objective(self, terms, constant, maximise, entries=()):
+        cost = np.zeros(len(self._lower))
+        for name, positions, coefs in entries:
+            np.add.at(cost, self._first[name] + positions, coefs)
+        columns = self._columns
         for var, k, coef in terms:
-            col = self._columns[var][k]
-            self._cost[col] = self._cost.get(col, 0.0) + coef
+            cost[columns[var][k]] += coef
+        self._cost = cost
         self._offset = constant
         self._maximise = maximise
         if self._h is not None:
@@ -190,8 +220,7 @@ class HighsBuilder(Builder):
         h = self._h
         n = len(self._lower)
         costs = np.zeros(n)
-        for col, c in self._cost.items():
-            costs[col] = c
+        costs[: len(self._cost)] = self._cost
         h.changeColsCost(n, np.arange(n, dtype=np.int32), costs)
         h.changeObjectiveOffset(self._offset)
         h.changeObjectiveSense(self._sense.kMaximize if self._maximise else self._sense.kMinimize)

@@ -85,6 +85,9 @@ class PyomoBuilder(ModelBuilder):
         """The index of variable `name[key]` in a result's `values` (the order the variables were added in)."""
         return self._columns[name][key]
 
+    def block_keys(self, name):
+        return list(self._columns[name])
+
     def add_rows(self, family, rows):
         pyo = self.pyo
         component = self.model.component(family)
@@ -97,8 +100,9 @@ class PyomoBuilder(ModelBuilder):
             if self._solver is not None:
                 self._pending.append(component[key])
 
-    def set_objective(self, terms, constant, maximise):
+    def set_objective(self, terms, constant, maximise, entries=()):
         pyo = self.pyo
+        terms = self.entry_terms(entries) + list(terms)
         if self.model.component("objective") is not None:
             self.model.del_component("objective")
         expr = constant + sum(coef * getattr(self.model, var)[k] for var, k, coef in terms)
