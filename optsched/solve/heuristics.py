@@ -137,28 +137,7 @@ def round_and_repair(data: ModelData, fractional: dict[tuple[int, int, int], flo
     counts: Counts = {}
     if not fleet.within_budgets:
         return counts
-    mass = [0.0] * len(data.jobs)
-    for o in data.options:
-        v = fractional.get(o.key, 0.0)
-        mass[o.job] += v
-        n = math.floor(v + 1e-6)
-        if n and fleet.fits(o, n):
-            fleet.take(o, n)
-            counts[o.key] = n
-    devices = [0] * len(data.jobs)
-    for key, n in counts.items():
-        devices[key[0]] += n
-    fractions = sorted(
-        ((fractional.get(o.key, 0.0) - math.floor(fractional.get(o.key, 0.0) + 1e-6), o) for o in data.options),
-        key=lambda x: (-x[0], -x[1].speed, x[1].key),
-    )
-    for frac, o in fractions:
-        if frac <= 1e-6:
-            break
-        if devices[o.job] < min(round(mass[o.job]), data.max_devices(o.job)) and fleet.fits(o):
-            fleet.take(o)
-            counts[o.key] = counts.get(o.key, 0) + 1
-            devices[o.job] += 1
+    _round_tier(data, fractional, fleet, counts, list(range(len(data.jobs))), least=0)
     for j in job_order(data):
         mine = {o.key: counts[o.key] for o in data.options_of_job[j] if counts.get(o.key)}
         if not mine or job_satisfied(data, j, mine):
@@ -234,8 +213,9 @@ def _place_by_taking(data: ModelData, j: int, fleet: FreeCapacity, counts: Count
 
 
 def _round_tier(data: ModelData, fractional: dict[tuple[int, int, int], float], fleet: FreeCapacity, counts: Counts,
-                jobs: list[int]) -> None:
-    """Floors of the LP devices of `jobs`, then their largest fractions rounded up while they fit."""
+                jobs: list[int], least: int = 1) -> None:
+    """Floors of the LP devices of `jobs`, then their largest fractions rounded up while they fit, each job up to
+    its rounded LP total (at least `least` devices)."""
     options = [o for j in jobs for o in data.options_of_job[j]]
     mass = {j: 0.0 for j in jobs}
     devices = {j: 0 for j in jobs}
@@ -254,7 +234,7 @@ def _round_tier(data: ModelData, fractional: dict[tuple[int, int, int], float], 
     for frac, o in fractions:
         if frac <= 1e-6:
             break
-        want = min(max(1, round(mass[o.job])), data.max_devices(o.job))
+        want = min(max(least, round(mass[o.job])), data.max_devices(o.job))
         if devices[o.job] < want and fleet.fits(o):
             fleet.take(o)
             counts[o.key] = counts.get(o.key, 0) + 1

@@ -134,19 +134,7 @@ def solve_workload(
     built = handed_off = time.monotonic()
     b = None
     n_options = option_count(data)
-    if search.best is not None and extra_functionality is None and (
-        solve_deadline - time.monotonic() < BUILD_TIME_FACTOR * BUILD_S_PER_OPTION * n_options
-    ):
-        # Too little time to build the model at all: the first plan, re-placed along the Lagrangian prices,
-        # with the Lagrangian bound (or the trivial one) for its gap.
-        dual = Lagrangian(data) if objective.name == "weighted_speedup" and extra_objective is None else None
-        if dual is not None:
-            dual.run(time.monotonic() + 0.5 * (solve_deadline - time.monotonic()), target=search.best_value)
-            _improve_bound(search, dual.best, True)
-            if time.monotonic() < solve_deadline:
-                _consider(search, data, objective, improve(data, search.best, dual.prices()))
-        timings["bound"] = time.monotonic() - built
-    elif _decomposable(data, search, backend, extra_functionality, extra_objective):
+    if _decomposable(data, search, backend, extra_functionality, extra_objective):
         # Too large for one MILP in time: a Lagrangian bound whose prices guide a re-placement pass, then parts
         # solved in parallel and merged (optsched.solve.bound, optsched.solve.decompose).
         dual = Lagrangian(data) if objective.name == "weighted_speedup" else None
@@ -169,6 +157,18 @@ def solve_workload(
         if dual is not None and time.monotonic() < solve_deadline:
             dual.run(solve_deadline, target=search.best_value)
             _improve_bound(search, dual.best, True)
+    elif search.best is not None and extra_functionality is None and (
+        solve_deadline - time.monotonic() < BUILD_TIME_FACTOR * BUILD_S_PER_OPTION * n_options
+    ):
+        # Too little time to build the one model (the parts above never build it): the first plan, re-placed
+        # along the Lagrangian prices, with the Lagrangian bound (or the trivial one) for its gap.
+        dual = Lagrangian(data) if objective.name == "weighted_speedup" and extra_objective is None else None
+        if dual is not None:
+            dual.run(time.monotonic() + 0.5 * (solve_deadline - time.monotonic()), target=search.best_value)
+            _improve_bound(search, dual.best, True)
+            if time.monotonic() < solve_deadline:
+                _consider(search, data, objective, improve(data, search.best, dual.prices()))
+        timings["bound"] = time.monotonic() - built
     elif time.monotonic() < solve_deadline:
         b = build_model(data, backend=backend, extra_functionality=extra_functionality, extra_objective=extra_objective)
         built = time.monotonic()
