@@ -19,7 +19,7 @@ import numpy as np
 from optsched.model.amdahl import initial_tangent_points
 from optsched.model.builder import ModelBuilder as Builder, Term
 from optsched.schema.names import Family
-from optsched.model.expressions import budgets, groups_in, power_terms  # noqa: F401 - re-exported for the families' users
+from optsched.model.expressions import budgets, groups_in, idle_draw, power_terms  # noqa: F401 - re-exported for the families' users
 from optsched.model.data import ModelData
 from optsched.model.objectives import OBJECTIVES, ExtraObjective
 
@@ -190,7 +190,7 @@ def add_power_budgets(b: Builder, data: ModelData) -> None:
         chosen = by_group[np.isin(o.group[by_group], groups)]
         if not len(chosen):
             continue
-        idle = sum(data.groups[g].idle_w * data.groups[g].count for g in groups)
+        idle = idle_draw(data, domain)
         entries.append(("n", np.full(len(chosen), len(keys)), chosen, o.draw[chosen]))
         keys.append("*" if domain is None else domain)
         limits.append(limit - idle)

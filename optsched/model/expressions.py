@@ -14,14 +14,15 @@ def groups_in(data: ModelData, domain: str | None) -> list[int]:
     return [g for g, group in enumerate(data.groups) if domain is None or group.domain == domain]
 
 
-def power_terms(data: ModelData, domain: str | None = None, terms: bool = True) -> tuple[float, list[Term]]:
-    """Watts drawn: idle draw of every device (constant) plus (cap - idle) per allocated device, optionally in one
-    domain (`terms=False`: the constant alone, with no terms)."""
-    groups = groups_in(data, domain)
-    idle = sum(data.groups[g].idle_w * data.groups[g].count for g in groups)
-    if not terms:
-        return idle, []
-    return idle, [("n", o.key, o.cap_w - o.idle_w) for g in groups for o in data.options_of_group[g]]
+def idle_draw(data: ModelData, domain: str | None = None) -> float:
+    """Watts every device of the fleet (or of one domain) draws unused."""
+    return sum(data.groups[g].idle_w * data.groups[g].count for g in groups_in(data, domain))
+
+
+def power_terms(data: ModelData, domain: str | None = None) -> tuple[float, list[Term]]:
+    """Watts drawn: idle draw of every device (constant) plus (cap - idle) per allocated device, optionally in one domain."""
+    terms = [("n", o.key, o.cap_w - o.idle_w) for g in groups_in(data, domain) for o in data.options_of_group[g]]
+    return idle_draw(data, domain), terms
 
 
 def budgets(data: ModelData) -> list[tuple[str | None, float]]:

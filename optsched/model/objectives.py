@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Callable, Literal, Mapping, Sequence
 
 import numpy as np
 
-from optsched.model.expressions import power_terms
+from optsched.model.expressions import idle_draw
 
 if TYPE_CHECKING:
     from optsched.model.builder import ModelBuilder as Builder, Term
@@ -57,9 +57,8 @@ def _speedup_entries(data: "ModelData") -> tuple[str, np.ndarray, np.ndarray]:
 
 def _power_entries(data: "ModelData") -> tuple[float, np.ndarray, np.ndarray]:
     """The fleet's draw as (idle W, positions of n, W above idle per device): `power_terms(data)` as arrays."""
-    idle, _ = power_terms(data, terms=False)
     o = data.option_arrays
-    return idle, np.arange(len(o.draw)), o.draw
+    return idle_draw(data), np.arange(len(o.draw)), o.draw
 
 
 def _tie_break_weight(data: "ModelData", scale: float, spread: float) -> float:
