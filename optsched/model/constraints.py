@@ -33,7 +33,7 @@ def add_variables(b: Builder, data: ModelData) -> None:
     most = np.minimum(a.count[o.group], a.max_devices[o.job]).astype(np.float64)
     b.add_variables("n", [x.key for x in options], [0.0] * len(options), most.tolist(), integer=True)
     # The host options of the jobs with p < 1, job by job: the order of data.host_options.
-    hosts = [options[i].key for i in np.flatnonzero(o.host).tolist()]
+    hosts = [options[i].key for i in o.hosts.tolist()]
     b.add_variables("h", hosts, [0.0] * len(hosts), [1.0] * len(hosts), integer=True)
     jobs = list(range(len(data.jobs)))
     # Family.must_run lives here, as the bound a[j] >= 1 of each must-run job (a row would only be presolved away).
@@ -61,7 +61,7 @@ def add_speed_definitions(b: Builder, data: ModelData) -> None:
     row_of = _row_of(hosted, len(jobs))
     b.add_matrix_rows(Family.host_speed, hosted.tolist(), np.zeros(len(hosted)), np.zeros(len(hosted)), [
         ("s_host", np.arange(len(hosted)), hosted, np.ones(len(hosted))),
-        ("h", row_of[o.job[o.host]], np.arange(int(o.host.sum())), -o.speed[o.host]),
+        ("h", row_of[o.job[o.hosts]], np.arange(len(o.hosts)), -o.speed[o.hosts]),
     ])
 
 
@@ -90,16 +90,13 @@ def add_admission(b: Builder, data: ModelData) -> None:
 def add_serial_host(b: Builder, data: ModelData) -> None:
     """sum_{g,l} h[j,g,l] = a_j and h[j,g,l] <= n[j,g,l]: one allocated device carries the serial part."""
     o = data.option_arrays
-    hosted = _hosted_jobs(data)
-    hosts = np.flatnonzero(o.host)
-    ones = np.ones(len(hosts))
+    hosted, hosts = _hosted_jobs(data), o.hosts
+    ones, rows = np.ones(len(hosts)), np.arange(len(hosts))
     b.add_matrix_rows(Family.host_choice, hosted.tolist(), np.zeros(len(hosted)), np.zeros(len(hosted)), [
-        ("h", _row_of(hosted, len(data.jobs))[o.job[hosts]], np.arange(len(hosts)), ones),
+        ("h", _row_of(hosted, len(data.jobs))[o.job[hosts]], rows, ones),
         ("a", np.arange(len(hosted)), hosted, -np.ones(len(hosted))),
     ])
-    keys = [data.options[i].key for i in hosts.tolist()]
-    rows = np.arange(len(hosts))
-    b.add_matrix_rows(Family.host_allocated, keys, np.full(len(hosts), -INF), np.zeros(len(hosts)), [
+    b.add_matrix_rows(Family.host_allocated, b.block_keys("h"), np.full(len(hosts), -INF), np.zeros(len(hosts)), [
         ("h", rows, rows, ones),
         ("n", rows, hosts, -ones),
     ])
@@ -171,11 +168,13 @@ def add_deadlines(b: Builder, data: ModelData) -> None:
     parallel = jobs[a.p[jobs] == 1.0]
     row_of = _row_of(jobs, len(data.jobs))
     o = data.option_arrays
-    hosts = np.flatnonzero(o.host & (row_of[o.job] >= 0))
+    timed = row_of[o.job[o.hosts]] >= 0  # of the h variables, those of the jobs with a row here
+    positions = np.flatnonzero(timed)
+    hosts = o.hosts[positions]
     b.add_matrix_rows(Family.deadline, jobs.tolist(), np.zeros(len(jobs)), np.full(len(jobs), INF), [
         ("R", np.arange(len(jobs)), jobs, np.ones(len(jobs))),
         ("a", row_of[parallel], parallel, -a.work[parallel] / a.deadline[parallel]),
-        ("h", row_of[o.job[hosts]], np.searchsorted(np.flatnonzero(o.host), hosts), -o.deadline_coefficient[hosts]),
+        ("h", row_of[o.job[hosts]], positions, -o.deadline_coefficient[hosts]),
     ])
 
 

@@ -38,6 +38,7 @@ class OptionArrays(NamedTuple):
     draw: np.ndarray  # [N] W above idle per device (cap - idle)
     deadline_coefficient: np.ndarray  # [N] least R with this host (0 where none or not a host)
     host: np.ndarray  # [N] bool: a host variable h exists (p < 1 and the host can meet the deadline)
+    hosts: np.ndarray  # [H] the option of each h variable, in the order of the h block
 
 
 def eligible(job: Job, group: DeviceGroup) -> bool:
@@ -208,7 +209,7 @@ class ModelData:
         draw = np.fromiter((o.cap_w - o.idle_w for o in opts), dtype=np.float64, count=n)
         coefficient = deadline_coefficients(self.arrays, job, speed)
         host = ~np.isnan(coefficient) & (self.arrays.p[job] < 1.0)
-        return OptionArrays(job, group, speed, draw, np.where(host, coefficient, 0.0), host)
+        return OptionArrays(job, group, speed, draw, np.where(host, coefficient, 0.0), host, np.flatnonzero(host))
 
     @cached_property
     def option_by_key(self) -> dict[tuple[int, int, int], Option]:
