@@ -3,9 +3,11 @@
     python -m bench.large                                   # the default set (about 9 minutes on 2 cores)
     python -m bench.large --runs racks:2K:60:2,plain:XL:60:1 --out /tmp/x.md
     python -m bench.large --undecomposed racks:2K:60:1      # also the same instance without decomposition
+    python -m bench.large --parts racks:2K:60:1             # also the same instance by parts (columns off)
 
-A run is FAMILY:SIZE:TIME_LIMIT_S:SEEDS. Families: `plain` (optsched.testing.instances.generate: S, M, L, XL)
-and `racks` (generate_racks: per-rack budgets, a quarter hard jobs; M, L, 2K, 5K, 10K, 20K). Every plan,
+A run is FAMILY:SIZE:TIME_LIMIT_S:SEEDS. Families: `plain` (optsched.testing.instances.generate: S, M, L, XL),
+`racks` (generate_racks: per-rack budgets, a quarter hard jobs; M, L, 2K, 5K, 10K, 20K) and `racks3` (the
+same devices in three times the groups: 4-10 devices a group, so jobs often need several). Every plan,
 optsched's interim ones included, goes through the verifier. The workload is passed as a JSON dict, so the
 times include validation. Baselines run on the same instances (the slow ones only up to `--baseline-max-jobs`).
 """
@@ -50,17 +52,46 @@ class Result:
     gap: float | None
     incumbents: int
     violations: int
-    parts: int | None
+    method: str
     baselines: dict[str, tuple[str, float]] = field(default_factory=dict)
     undecomposed: tuple[str, float | None, float | None, float] | None = None
+    by_parts: tuple[str, float | None, float | None, float] | None = None
 
 
 def instance(family: str, size: str, seed: int) -> dict:
-    workload = generate_racks(size, seed) if family == "racks" else generate(size, seed)
+    if family == "racks3":
+        workload = generate_racks(size, seed, group_factor=3)
+    else:
+        workload = generate_racks(size, seed) if family == "racks" else generate(size, seed)
     return workload.model_dump(mode="json", exclude_unset=True)
 
 
-def run(family: str, size: str, seed: int, limit: float, baseline_max_jobs: int, undecomposed: bool) -> Result:
+def method(plan: optsched.Plan) -> str:
+    if "column_rounds" in plan.timings:
+        return f"columns ({plan.timings['column_rounds']:.0f} rounds)"
+    if "parts" in plan.timings:
+        return f"parts ({plan.timings['parts']:.0f})"
+    return "one MILP"
+
+
+def again(document: dict, limit: float, workload, result: "Result", **switches) -> tuple[str, float | None, float | None, float]:
+    """The same instance with planner switches changed (restored after)."""
+    saved = {name: getattr(planner, name) for name in switches}
+    for name, value in switches.items():
+        setattr(planner, name, value)
+    try:
+        t = time.monotonic()
+        plan = optsched.plan(document, time_limit_s=limit)
+        result.violations += len(verify(workload, plan))
+        return plan.status.value, plan.objective, plan.bound, time.monotonic() - t
+    finally:
+        for name, value in saved.items():
+            setattr(planner, name, value)
+
+
+def run(
+    family: str, size: str, seed: int, limit: float, baseline_max_jobs: int, undecomposed: bool, by_parts: bool = False
+) -> Result:
     document = instance(family, size, seed)
     seen: list[tuple[float, optsched.Plan]] = []
     start = time.monotonic()
@@ -70,7 +101,7 @@ def run(family: str, size: str, seed: int, limit: float, baseline_max_jobs: int,
     violations = len(verify(workload, plan)) + sum(len(verify(workload, p)) for _, p in seen)
     result = Result(
         family, size, seed, limit, wall, seen[0][0] if seen else None, plan.status.value, plan.objective, plan.bound,
-        plan.gap, len(seen), violations, plan.timings.get("parts"),
+        plan.gap, len(seen), violations, method(plan),
     )
     for name, baseline in BASELINES.items():
         if name not in FAST_BASELINES and len(workload.jobs) > baseline_max_jobs:
@@ -79,15 +110,9 @@ def run(family: str, size: str, seed: int, limit: float, baseline_max_jobs: int,
         result.baselines[name] = (b.status.value, b.weighted_speedup if b.status.value != "infeasible" else 0.0)
         result.violations += len(verify(workload, b))
     if undecomposed:
-        saved = planner.DIRECT_OPTIONS
-        planner.DIRECT_OPTIONS = 10**12
-        try:
-            t = time.monotonic()
-            direct = optsched.plan(document, time_limit_s=limit)
-            result.undecomposed = (direct.status.value, direct.objective, direct.bound, time.monotonic() - t)
-            result.violations += len(verify(workload, direct))
-        finally:
-            planner.DIRECT_OPTIONS = saved
+        result.undecomposed = again(document, limit, workload, result, DIRECT_OPTIONS=10**12)
+    if by_parts:
+        result.by_parts = again(document, limit, workload, result, COLUMN_GENERATION=False)
     return result
 
 
@@ -110,9 +135,9 @@ def worst_low(values, fmt: str) -> str:
 
 
 def shape(family: str, size: str) -> str:
-    if family == "racks":
+    if family in ("racks", "racks3"):
         jobs, groups = RACK_SIZES[size]
-        return f"{jobs:,} x {groups}"
+        return f"{jobs:,} x {groups * (3 if family == 'racks3' else 1)}"
     jobs, groups, levels = SIZES[size]
     return f"{jobs:,} x {groups}"
 
@@ -122,7 +147,7 @@ def table(results: list[Result]) -> list[str]:
     names = list(dict.fromkeys(n for r in results for n in r.baselines))
     lines = [
         "| family | size (jobs x groups) | seeds | limit s | first plan s | wall s | wall / limit | final gap | "
-        "statuses | parts | " + " | ".join(f"{n} / optsched" for n in names) + " | violations |",
+        "statuses | method | " + " | ".join(f"{n} / optsched" for n in names) + " | violations |",
         "|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(names) + "---|",
     ]
     for family, size in keys:
@@ -135,7 +160,7 @@ def table(results: list[Result]) -> list[str]:
             f"| {family} | {shape(family, size)} | {len(rs)} | {rs[0].limit:g} | "
             f"{spread([r.first_plan_s for r in rs], '.2f')} | {spread([r.wall for r in rs], '.1f')} | "
             f"{spread([r.wall / r.limit for r in rs], '.3f')} | {spread([r.gap for r in rs], '.4f')} | "
-            f"{', '.join(r.status for r in rs)} | {', '.join(str(r.parts or 1) for r in rs)} | "
+            f"{', '.join(r.status for r in rs)} | {', '.join(r.method for r in rs)} | "
             + " | ".join(ratios) + f" | {sum(r.violations for r in rs)} |"
         )
     return lines
@@ -143,19 +168,23 @@ def table(results: list[Result]) -> list[str]:
 
 def details(results: list[Result]) -> list[str]:
     lines = [
-        "| instance | status | objective | bound | gap | first plan s | wall s | incumbents | baselines (status, weighted speedup) | undecomposed (status, objective, bound, s) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| instance | status | objective | bound | gap | first plan s | wall s | incumbents | baselines (status, weighted speedup) | one MILP (status, objective, bound, s) | by parts (status, objective, bound, s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+
+    def other(run) -> str:
+        if not run:
+            return "-"
+        s, o, b, t = run
+        return f"{s}, {o if o is None else format(o, ',.1f')}, {b if b is None else format(b, ',.1f')}, {t:.1f}"
+
     for r in results:
         base = "; ".join(f"{n} {s} {v:,.1f}" for n, (s, v) in r.baselines.items())
-        und = "-"
-        if r.undecomposed:
-            s, o, b, t = r.undecomposed
-            und = f"{s}, {o if o is None else format(o, ',.1f')}, {b if b is None else format(b, ',.1f')}, {t:.1f}"
         lines.append(
             f"| {r.family}-{r.size}-{r.seed} | {r.status} | {r.objective or 0:,.1f} | "
             f"{'-' if r.bound is None else format(r.bound, ',.1f')} | {'-' if r.gap is None else format(r.gap, '.4f')} | "
-            f"{'-' if r.first_plan_s is None else format(r.first_plan_s, '.2f')} | {r.wall:.1f} | {r.incumbents} | {base} | {und} |"
+            f"{'-' if r.first_plan_s is None else format(r.first_plan_s, '.2f')} | {r.wall:.1f} | {r.incumbents} | {base} | "
+            f"{other(r.undecomposed)} | {other(r.by_parts)} |"
         )
     return lines
 
@@ -164,22 +193,27 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", default=DEFAULT_RUNS)
     parser.add_argument("--undecomposed", default="", help="runs (same syntax) also solved without decomposition")
+    parser.add_argument("--parts", default="", help="runs (same syntax) also solved by parts, columns off")
     parser.add_argument("--baseline-max-jobs", type=int, default=2000)
     parser.add_argument("--out", default="bench/results/planner-large.md")
     args = parser.parse_args(argv)
     undecomposed = {tuple(spec.split(":")[:2]) for spec in args.undecomposed.split(",") if spec}
+    by_parts = {tuple(spec.split(":")[:2]) for spec in args.parts.split(",") if spec}
     results: list[Result] = []
     loads = [os.getloadavg()[0]]
     started = time.monotonic()
     for spec in args.runs.split(","):
         family, size, limit, seeds = spec.split(":")
         for seed in range(int(seeds)):
-            r = run(family, size, seed, float(limit), args.baseline_max_jobs, (family, size) in undecomposed)
+            r = run(
+                family, size, seed, float(limit), args.baseline_max_jobs, (family, size) in undecomposed,
+                (family, size) in by_parts,
+            )
             results.append(r)
             loads.append(os.getloadavg()[0])
             print(f"{family} {size} seed {seed}: {r.status} {r.objective or 0:,.1f} bound {r.bound} gap {r.gap} "
-                  f"first {r.first_plan_s} wall {r.wall:.1f}/{r.limit:g} parts {r.parts} baselines {r.baselines} "
-                  f"undecomposed {r.undecomposed} violations {r.violations}", flush=True)
+                  f"first {r.first_plan_s} wall {r.wall:.1f}/{r.limit:g} {r.method} baselines {r.baselines} "
+                  f"one MILP {r.undecomposed} by parts {r.by_parts} violations {r.violations}", flush=True)
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor())
     lines = [
@@ -193,9 +227,11 @@ def main(argv=None) -> None:
         "",
         "Median over seeds, worst in brackets (worst = largest for times, ratios and gaps; smallest for baseline "
         "ratios). `first plan s`: seconds from the call to the first verified plan handed to `on_incumbent`. "
-        "`final gap`: (bound - objective) / objective, the bound being the LP bound (undecomposed) or the "
-        "Lagrangian bound (decomposed, `parts` > 1). `X / optsched`: the baseline's weighted speedup over "
-        "optsched's (0 when the baseline finds no feasible plan).",
+        "`final gap`: (bound - objective) / objective, the bound being the MILP's (one MILP) or the "
+        "Lagrangian bound at the column master's duals with the per-job bound refined (columns; "
+        "optsched.solve.columns). `method`: how the plan was made. `X / optsched`: the baseline's weighted "
+        "speedup over optsched's (0 when the baseline finds no feasible plan). `one MILP` and `by parts`: the same "
+        "instance with the same limit, decomposition off, or columns off (the parts of optsched.solve.decompose).",
         "",
         *table(results),
         "",

@@ -112,6 +112,7 @@ def test_incumbents_stream_improving_verified_plans_and_always_the_last():
 def test_decomposed_solve_verifies_and_keeps_the_time_limit(monkeypatch):
     # Force the large-workload path on a small rack instance: two parts or more, solved by worker processes.
     monkeypatch.setattr(planner, "DIRECT_OPTIONS", 1_000)
+    monkeypatch.setattr(planner, "COLUMN_GENERATION", False)
     monkeypatch.setattr(decompose, "PART_OPTIONS", 2_000)
     w = generate_racks("M", 0, options={"time_limit_s": 8.0})
     seen: list[optsched.Plan] = []

@@ -51,20 +51,32 @@ class _Relaxation:
 
     def evaluate(self, mu: np.ndarray, lam: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         """D(mu, lambda), and the devices per group and extra watts per budget the per-job optima use."""
+        total, devices, watts, _ = self.evaluate_jobs(mu, lam)
+        return total, devices, watts
+
+    def evaluate_jobs(
+        self, mu: np.ndarray, lam: np.ndarray, jobs: np.ndarray | None = None, shares: tuple[float, ...] = NU_SHARES
+    ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+        """`evaluate`, and v_j: each job's bound on its weighted speedup less the price of its devices (only
+        `jobs`, when given: the total is then theirs alone; 0 for the others). Any `shares` give valid bounds;
+        fewer are cheaper and looser."""
         a = self.a
         price = mu[self.k_group] + self.extra * (self.member @ lam)[self.k_group]
         total = float(mu @ a.count + lam @ self.headroom)
         devices = np.zeros(len(a.count))
         watts = np.zeros(len(self.headroom))
-        for start in range(0, self.jobs, BLOCK_JOBS):
-            block = slice(start, min(self.jobs, start + BLOCK_JOBS))
-            v, dev, w = self._block(block, price)
-            total += v
+        values = np.zeros(self.jobs)
+        which = np.arange(self.jobs) if jobs is None else jobs
+        for start in range(0, len(which), BLOCK_JOBS):
+            block = which[start: start + BLOCK_JOBS]
+            v, dev, w = self._block(block, price, shares)
+            values[block] = v
+            total += float(v.sum())
             devices += dev
             watts += w
-        return total, devices, watts
+        return total, devices, watts, values
 
-    def _block(self, jobs: slice, price: np.ndarray):
+    def _block(self, jobs: np.ndarray | slice, price: np.ndarray, shares: tuple[float, ...] = NU_SHARES):
         a = self.a
         p = a.p[jobs][:, None]
         w = a.weight[jobs][:, None]
@@ -90,7 +102,7 @@ class _Relaxation:
             top = (w[:, 0] * s.max(axis=1))[:, None]
             # The other devices (at most max_devices - 1) cost at least c_nu (R - s_host) - nu (max_devices - 1)
             # for any nu >= 0, c_nu = least (price + nu) / speed: the count limit, relaxed by its own multiplier.
-            for share in NU_SHARES:
+            for share in shares:
                 nu = share * top
                 ratio = np.where(ok, (price[None, :] + nu) / safe_s, np.inf)
                 cheapest = ratio.argmin(axis=1)
@@ -120,7 +132,7 @@ class _Relaxation:
         per_group_watts += np.bincount(
             self.k_group[cheapest[admitted]], weights=(n_extra * self.extra[cheapest])[admitted], minlength=len(a.count)
         )
-        return float(v.sum()), devices, per_group_watts @ self.member
+        return v, devices, per_group_watts @ self.member
 
 
 def lagrangian_bound(data: ModelData, target: float | None, deadline: float, max_iterations: int = 200) -> float | None:

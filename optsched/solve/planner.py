@@ -26,6 +26,7 @@ from optsched.solve.extract import (
 )
 from optsched.solve.backends import Builder
 from optsched.solve.bound import Lagrangian
+from optsched.solve.columns import solve_by_columns
 from optsched.solve.construct import construct, improve
 from optsched.solve.decompose import option_count, solve_decomposed
 from optsched.solve.heuristics import round_and_repair, round_must_run_first
@@ -60,6 +61,9 @@ DIRECT_OPTIONS = 150_000
 # times the estimate.
 BUILD_S_PER_OPTION = 1e-5
 BUILD_TIME_FACTOR = 4.0
+# Above DIRECT_OPTIONS, weighted_speedup goes to column generation (optsched.solve.columns); off, it goes to
+# the parts (optsched.solve.decompose), as min_power always does. bench.large compares the two.
+COLUMN_GENERATION = True
 # Worker processes that solve the parts.
 PART_WORKERS = 2
 # Share of the time left that the Lagrangian bound of a decomposed workload may take before the parts.
@@ -134,9 +138,22 @@ def solve_workload(
     built = handed_off = time.monotonic()
     b = None
     n_options = option_count(data)
-    if _decomposable(data, search, backend, extra_functionality, extra_objective):
-        # Too large for one MILP in time: a Lagrangian bound whose prices guide a re-placement pass, then parts
-        # solved in parallel and merged (optsched.solve.bound, optsched.solve.decompose).
+    if (
+        COLUMN_GENERATION and objective.name == "weighted_speedup"
+        and _decomposable(data, search, backend, extra_functionality, extra_objective)
+    ):
+        # Too large for one MILP in time: column generation over whole job allocations, whose master has a row
+        # per job, group and budget whatever the number of options (optsched.solve.columns).
+        stats = solve_by_columns(
+            data, best=lambda: (search.best, search.best_value), deadline=solve_deadline, gap=gap, threads=threads,
+            consider=lambda counts: _consider(search, data, objective, counts),
+            on_bound=lambda bound: _improve_bound(search, bound, True),
+        )
+        search.proven = _within_gap(search, gap)
+        timings.update({"bound": stats.pricing_s, "columns": stats.mip_s, "column_rounds": stats.rounds})
+    elif _decomposable(data, search, backend, extra_functionality, extra_objective):
+        # min_power (or columns switched off): parts solved in parallel and merged (optsched.solve.decompose),
+        # with a Lagrangian bound for weighted_speedup (optsched.solve.bound).
         dual = Lagrangian(data) if objective.name == "weighted_speedup" else None
         if dual is not None:
             dual.run(time.monotonic() + BOUND_SHARE * (solve_deadline - time.monotonic()), target=search.best_value)

@@ -108,10 +108,15 @@ RACK_PRIORITIES = (("critical", 0.08), ("high", 0.17), ("normal", 0.45), ("low",
 GROUPS_PER_RACK = 4
 
 
-def generate_racks(size: str, seed: int, *, options: dict[str, float] | None = None) -> Workload:
-    """Workload `size`-`seed` of the rack family (module docstring); `options` as for `generate`."""
+def generate_racks(
+    size: str, seed: int, *, options: dict[str, float] | None = None, group_factor: int = 1
+) -> Workload:
+    """Workload `size`-`seed` of the rack family (module docstring); `options` as for `generate`.
+    `group_factor` > 1 spreads the same number of devices over that many times the groups (smaller groups, more
+    racks: a job's devices must come from several groups more often), a family of its own (other random draws)."""
     n_jobs, n_groups = RACK_SIZES[size]
-    rng = random.Random(f"racks-{size}-{seed}")
+    rng = random.Random(f"racks-{size}-{seed}" if group_factor == 1 else f"racks-{size}-{seed}-x{group_factor}")
+    n_groups *= group_factor
     catalog = device_catalog()
     per_group = n_jobs / n_groups / 2  # about one device per two jobs
     devices = []
@@ -157,7 +162,7 @@ def generate_racks(size: str, seed: int, *, options: dict[str, float] | None = N
     domains = {rack: round(p * rng.uniform(0.7, 0.9)) for rack, p in peak.items()}
     power = {"budget_w": round(sum(peak.values()) * rng.uniform(0.65, 0.8)), "domains": domains}
     return Workload.load({
-        "name": f"racks-{size}-seed{seed}",
+        "name": f"racks-{size}-seed{seed}" + ("" if group_factor == 1 else f"-x{group_factor}"),
         "devices": devices,
         "jobs": jobs,
         "power": power,
