@@ -40,6 +40,9 @@ class _StuckHighs:
     def setOptionValue(self, name, value):
         pass
 
+    def getRunTime(self):
+        return 0.0
+
     def getNumCol(self):
         return 3
 

@@ -184,7 +184,9 @@ def run_highs(
         # Too late to start: HiGHS's setup alone (factorisation, clique table) would overrun the deadline.
         return SolveResult(Outcome.limit_without_solution, None, None, 0.0, None)
     limit = wall_deadline - time.monotonic()
-    h.setOptionValue("time_limit", limit)
+    # HiGHS compares time_limit with the run time summed over every run of this object (ERGO-Code/HiGHS#1331,
+    # #1477): a model solved again (cut loop, column generation) would otherwise stop at once.
+    h.setOptionValue("time_limit", h.getRunTime() + limit)
     h.setOptionValue("mip_rel_gap", mip_gap)
     # HiGHS's default absolute gap (1e-6) would stop it short of small relative gaps on small objectives.
     h.setOptionValue("mip_abs_gap", 1e-9)
