@@ -43,6 +43,9 @@ class _StuckHighs:
     def getRunTime(self):
         return 0.0
 
+    def is_solver_running(self):
+        return False
+
     def getNumCol(self):
         return 3
 

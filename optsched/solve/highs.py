@@ -183,6 +183,13 @@ def run_highs(
     if wall_deadline - time.monotonic() < MIN_SOLVE_S:
         # Too late to start: HiGHS's setup alone (factorisation, clique table) would overrun the deadline.
         return SolveResult(Outcome.limit_without_solution, None, None, 0.0, None)
+    # highspy lets one solve run per process at a time (its locks are class attributes): one abandoned earlier
+    # may still hold them, and starting another would raise. Wait for it while there is time, else give up.
+    while h.is_solver_running():
+        if wall_deadline - time.monotonic() < MIN_SOLVE_S:
+            log.warning("an abandoned HiGHS solve is still running; this one is not started")
+            return SolveResult(Outcome.limit_without_solution, None, None, 0.0, None)
+        time.sleep(POLL_S / 5)
     limit = wall_deadline - time.monotonic()
     # HiGHS compares time_limit with the run time summed over every run of this object (ERGO-Code/HiGHS#1331,
     # #1477): a model solved again (cut loop, column generation) would otherwise stop at once.
