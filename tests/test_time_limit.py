@@ -85,3 +85,20 @@ def test_large_workload_returns_its_best_plan_within_the_limit():
     assert elapsed <= 4.0 * 1.5 + 2.0, elapsed
     assert result.status in (Status.time_limit, Status.optimal)
     assert result.objective > 0 and result.bound is not None and result.gap is not None
+
+
+def test_a_solve_waits_for_an_abandoned_one_and_gives_up_at_its_deadline():
+    # highspy allows one solve per process at a time: while an abandoned one still runs, a new solve must not
+    # raise "Solver is already running" but wait, and give up (no solution) when its own time is over.
+    from optsched.solve import highs
+
+    class _Busy(_StuckHighs):
+        def is_solver_running(self):
+            return True
+
+    busy = _Busy()
+    start = time.monotonic()
+    result = highs.run_highs(busy, wall_deadline=time.monotonic() + 0.3, mip_gap=0.01)
+    assert result.outcome == highs.Outcome.limit_without_solution and result.values is None
+    assert time.monotonic() - start <= 0.3 + 0.2
+    assert not busy.cancelled  # it never started

@@ -64,6 +64,9 @@ BUILD_TIME_FACTOR = 4.0
 # Above DIRECT_OPTIONS, weighted_speedup goes to column generation (optsched.solve.columns); off, it goes to
 # the parts (optsched.solve.decompose), as min_power always does. bench.large compares the two.
 COLUMN_GENERATION = True
+# Above this many options column generation does not converge within a minute on 2 cores (10,000 x 100: 22 rounds
+# in 36 s, its plan 33,113 against the parts' 41,856; bench/results/planner-large.md): the parts take them.
+COLUMN_MAX_OPTIONS = 2_000_000
 # Worker processes that solve the parts.
 PART_WORKERS = 2
 # Share of the time left that the Lagrangian bound of a decomposed workload may take before the parts.
@@ -139,7 +142,7 @@ def solve_workload(
     b = None
     n_options = option_count(data)
     if (
-        COLUMN_GENERATION and objective.name == "weighted_speedup"
+        COLUMN_GENERATION and objective.name == "weighted_speedup" and n_options <= COLUMN_MAX_OPTIONS
         and _decomposable(data, search, backend, extra_functionality, extra_objective)
     ):
         # Too large for one MILP in time: column generation over whole job allocations, whose master has a row
