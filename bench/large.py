@@ -1,6 +1,6 @@
 """Large-workload benchmark: first plan, final gap and time-limit overrun per size, on both instance families.
 
-    python -m bench.large                                   # the default set (about 9 minutes on 2 cores)
+    python -m bench.large                                   # the default set
     python -m bench.large --runs racks:2K:60:2,plain:XL:60:1 --out /tmp/x.md
     python -m bench.large --undecomposed racks:2K:60:1      # also the same instance without decomposition
     python -m bench.large --parts racks:2K:60:1             # also the same instance by parts (columns off)
