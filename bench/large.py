@@ -1,4 +1,4 @@
-"""Large-workload benchmark: first plan, final gap and time-limit overrun per size, on both instance families.
+"""Large-workload benchmark: first plan, final gap and time-limit overrun per size, on each instance family.
 
     python -m bench.large                                   # the default set
     python -m bench.large --runs racks:2K:60:2,plain:XL:60:1 --out /tmp/x.md
