@@ -15,7 +15,7 @@ import optsched
 from optsched import Status, Workload
 from optsched.model.data import ModelData
 from optsched.model.objectives import OBJECTIVES
-from optsched.solve import planner
+from optsched.solve import highs, planner
 from optsched.solve.columns import ColumnMaster, solve_by_columns
 from optsched.solve.construct import construct
 from optsched.solve.extract import exact_speedups, extract, weighted
@@ -155,7 +155,9 @@ def test_column_path_keeps_the_time_limit_and_streams_verified_incumbents(monkey
     start = time.monotonic()
     result = optsched.plan(w, on_incumbent=seen.append)
     elapsed = time.monotonic() - start
-    assert elapsed <= 4.0 * 1.1 + 1.0, elapsed
+    # The watchdog's bound on a HiGHS that overruns (grace, then the wait for its interrupt), and a second for the
+    # set-up and the final extraction on a loaded machine (CI measured 5.6 s).
+    assert elapsed <= 4.0 + highs.WATCHDOG_GRACE_S + highs.CANCEL_WAIT_S + 1.0, elapsed
     assert verify(w, result) == []
     assert result.status in (Status.time_limit, Status.optimal)
     assert result.bound is not None and result.bound >= result.objective
