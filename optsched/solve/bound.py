@@ -34,7 +34,7 @@ WARM_STEPS = 4
 NU_SHARES = (0.0, 0.02, 0.1, 0.3)
 
 
-class _Relaxation:
+class Relaxation:
     def __init__(self, data: ModelData):
         a = data.arrays
         self.a = a
@@ -159,7 +159,7 @@ class Lagrangian:
     plan's value first find the region of good prices. `run` may be called again to go on where it stopped."""
 
     def __init__(self, data: ModelData):
-        self.relax = _Relaxation(data)
+        self.relax = Relaxation(data)
         a = self.relax.a
         self.groups = len(a.count)
         self.scale = np.concatenate((np.maximum(a.count.astype(np.float64), 1.0), np.maximum(np.abs(self.relax.headroom), 1.0)))

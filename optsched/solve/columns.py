@@ -34,7 +34,7 @@ import numpy as np
 
 from optsched.model.data import ModelData
 from optsched.schema.tolerances import DEADLINE_RTOL
-from optsched.solve.bound import _Relaxation
+from optsched.solve.bound import NU_SHARES, Relaxation
 from optsched.solve.construct import improve
 from optsched.solve.extract import Counts
 from optsched.solve.highs import Outcome, new_highs, run_highs
@@ -53,8 +53,6 @@ SAMPLE_JOBS = 500
 SAMPLE_SHARE = 0.2
 # Weight of the sample's prices in the prices the rounds price at (the LP's duals have the rest).
 SMOOTHING = 0.5
-# The seed columns are priced at the sample's prices times each of these.
-SEED_SCALES = (1.0,)
 # Hosts per job the spread families try (those the single-level family rates best).
 SPREAD_HOSTS = 4
 # Share of the time that column generation may take before the integer master.
@@ -90,7 +88,7 @@ class ColumnMaster:
         self.data = data
         a = data.arrays
         self.a = a
-        self.relax = _Relaxation(data)
+        self.relax = Relaxation(data)
         self.extra = self.relax.extra  # [K] W above idle per device at each kept level
         self.member = self.relax.member  # [G, B]
         self.headroom = self.relax.headroom  # [B]
@@ -102,7 +100,7 @@ class ColumnMaster:
         self.columns: list[Column] = []
         self.values: list[float] = []
         self.broken = False  # HiGHS ignored an interrupt and still runs: this master solves nothing more
-        self.seen: set[tuple[int, Column]] = set()
+        self.index: dict[tuple[int, Column], int] = {}  # (job, column) -> its position in the master
         self.lp_x = np.zeros(0)  # the last LP solution, one value per column
         self.lp_reduced = np.zeros(0)  # and the columns' reduced profits there (<= 0 at an optimum)
         self.h = new_highs()
@@ -127,13 +125,13 @@ class ColumnMaster:
 
     def add(self, new: list[tuple[int, Column]]) -> int:
         """Add the columns not already in the master; returns how many were new."""
-        fresh = [(j, c) for j, c in new if (j, c) not in self.seen and self.row[j] >= 0]
+        fresh = list(dict.fromkeys((j, c) for j, c in new if (j, c) not in self.index and self.row[j] >= 0))
         if not fresh:
             return 0
         starts, index, coef, cost = [], [], [], []
         G, base_budget = len(self.members), len(self.members) + self.groups
         for j, column in fresh:
-            self.seen.add((j, column))
+            self.index[(j, column)] = len(self.columns)
             devices = np.zeros(self.groups)
             watts = np.zeros(self.budget_rows)
             for k, n in column:
@@ -159,12 +157,20 @@ class ColumnMaster:
 
     def add_counts(self, counts: Counts) -> int:
         """Every placed job's allocation in `counts` as a column (a plan's columns keep it reachable)."""
-        level_of = {(int(g), int(lv)): k for k, (g, lv) in enumerate(zip(self.a.level_group, self.a.level_index))}
+        return self.add(self._columns_in(counts))
+
+    def _columns_in(self, counts: Counts) -> list[tuple[int, Column]]:
+        """Each placed job of `counts` with its allocation as a column."""
         per_job: dict[int, list[tuple[int, int]]] = {}
         for (j, g, lv), n in counts.items():
             if n > 0:
-                per_job.setdefault(j, []).append((level_of[(g, lv)], n))
-        return self.add([(j, tuple(sorted(c))) for j, c in per_job.items()])
+                per_job.setdefault(j, []).append((self.level_of[(g, lv)], n))
+        return [(j, tuple(sorted(c))) for j, c in per_job.items()]
+
+    @cached_property
+    def level_of(self) -> dict[tuple[int, int], int]:
+        """(group, level index) -> kept level."""
+        return {(int(g), int(lv)): k for k, (g, lv) in enumerate(zip(self.a.level_group, self.a.level_index))}
 
     def counts(self, x: np.ndarray) -> Counts:
         """The allocation of the columns chosen in an integer solution x."""
@@ -215,8 +221,9 @@ class ColumnMaster:
             return None
         chosen = None
         if start is not None:
-            self.add_counts(start)
-            chosen = self._columns_of(start)
+            placed = self._columns_in(start)
+            self.add(placed)
+            chosen = [self.index[key] for key in placed]
         n = len(self.columns)
         every = np.arange(n, dtype=np.int32)
         h = self.h
@@ -248,16 +255,6 @@ class ColumnMaster:
         if result.values is not None:
             consider(self.counts(result.values))
         return result
-
-    def _columns_of(self, counts: Counts) -> list[int] | None:
-        level_of = {(int(g), int(lv)): k for k, (g, lv) in enumerate(zip(self.a.level_group, self.a.level_index))}
-        per_job: dict[int, list[tuple[int, int]]] = {}
-        for (j, g, lv), n in counts.items():
-            if n > 0:
-                per_job.setdefault(j, []).append((level_of[(g, lv)], n))
-        where = {(j, c): i for i, (j, c) in enumerate(zip(self.column_job, self.columns))}
-        chosen = [where.get((j, tuple(sorted(c)))) for j, c in per_job.items()]
-        return None if any(i is None for i in chosen) else chosen
 
     # -- pricing ---------------------------------------------------------------------------------------------
 
@@ -295,7 +292,7 @@ class ColumnMaster:
         w, p = a.weight[jobs], a.p[jobs]
         rows = np.arange(J)[:, None]
         front, on_front = self._frontier(s_all, pi)  # [J, F]: the levels no other is both faster and cheaper than
-        hosts = front
+        hosts = front  # every frontier level may carry the serial part
         H = hosts.shape[1]
         s_host = np.where(on_front, s_all[rows, hosts], 0.0)  # [J, H]
         # Extra levels: the frontier (the host's own level among them), and the cheapest per unit of speed.
@@ -325,9 +322,7 @@ class ColumnMaster:
                 & (total <= maxd[:, None, None, None])
                 & (total >= a.min_devices[jobs][:, None, None, None])
             )
-            # Deadline: runtime W / S <= D, with a margin inside the verifier's tolerance.
-            dl = a.deadline[jobs][:, None, None, None]
-            valid &= ~np.isfinite(dl) | (a.work[jobs][:, None, None, None] <= S * dl * (1 + DEADLINE_RTOL - DEADLINE_MARGIN))
+            valid &= self._meets_deadline(jobs, S)
         # m = 0 is the same column whatever the extra level: keep it once (the host's own level).
         valid[:, :, 1:, 0] = False
         reduced = w[:, None, None, None] * S - pi[hosts][:, :, None, None] - m * pi[extra][..., None] - sigma[jobs][:, None, None, None]
@@ -363,6 +358,14 @@ class ColumnMaster:
                 column[l] = column.get(l, 0) + int(mm)
             out.append((int(jobs[i]), tuple(sorted(column.items()))))
         return out
+
+    def _meets_deadline(self, jobs: np.ndarray, S: np.ndarray) -> np.ndarray:
+        """Runtime W / S <= D for speedups S [J, ...], with a margin inside the verifier's tolerance (a column
+        must stay valid exactly)."""
+        shape = (-1,) + (1,) * (S.ndim - 1)
+        deadline = self.a.deadline[jobs].reshape(shape)
+        work = self.a.work[jobs].reshape(shape)
+        return ~np.isfinite(deadline) | (work <= S * deadline * (1 + DEADLINE_RTOL - DEADLINE_MARGIN))
 
     def _spread_block(self, jobs, sigma, pi, s_all, hosts, s_host) -> tuple[np.ndarray, list[Column | None]]:
         """The other families: host k and m devices spread over groups, each filled to its room before the next
@@ -456,8 +459,7 @@ class ColumnMaster:
                 (sh > 0) & (m <= cum_room[..., -1:]) & (m + 1 <= maxd[:, None, None])
                 & (m + 1 >= a.min_devices[jobs][:, None, None]) & np.isfinite(extra_speed)
             )
-            dl = a.deadline[jobs][:, None, None]
-            valid &= ~np.isfinite(dl) | (a.work[jobs][:, None, None] <= S * dl * (1 + DEADLINE_RTOL - DEADLINE_MARGIN))
+            valid &= self._meets_deadline(jobs, S)
         reduced = a.weight[jobs][:, None, None] * S - pi[hosts][:, :, None] - cost - sigma[jobs][:, None, None]
         flat = np.where(valid, reduced, -np.inf).reshape(J, -1)
         best = flat.argmax(axis=1)
@@ -515,8 +517,7 @@ class ColumnMaster:
     def seed(self, mu: np.ndarray, lam: np.ndarray) -> int:
         """Each job's best column at these device prices (sigma = 0): without them the first rounds' duals are
         about 0 and every job asks for its largest allocation."""
-        zero = np.zeros(self.jobs)
-        return sum(self.add(self.price(zero, f * mu, f * lam)) for f in SEED_SCALES)
+        return self.add(self.price(np.zeros(self.jobs), mu, lam))
 
     def job_bounds(self, jobs: np.ndarray, pi: np.ndarray) -> np.ndarray:
         """An upper bound on each job's best weighted speedup less the price of its devices, over every
@@ -568,16 +569,10 @@ class ColumnMaster:
         b = slope[:, None, :, None]
         lo_s, hi_s = s_lo[:, None, :, None], s_hi[:, None, :, None]
         with np.errstate(divide="ignore", invalid="ignore"):
-            # The verifier's tolerance on deadlines widens the allocations the bound must cover.
-            dl_w = (a.deadline[jobs] * (1 + DEADLINE_RTOL) / a.work[jobs])[:, None, None, None]
-            slack = dl_w - (1.0 - p) / np.where(s_k > 0, s_k, 1.0)
-            need = np.where(np.isfinite(dl_w), np.where(slack > 0, p / np.where(slack > 0, slack, 1.0), np.inf), 0.0)
-            need = np.where((p == 0) & np.isfinite(dl_w), np.where(s_k * dl_w >= 1.0, 0.0, np.inf), need)
+            need = _least_r(a, jobs, p, s_k)
             d_lo = np.maximum(m * lo_s, need - s_k)
             d_hi = m * hi_s
-            root = np.where(
-                (b > 0) & (p < 1), s_k * (np.sqrt(w * p / np.where(b > 0, b, 1.0)) - p) / np.where(p < 1, 1.0 - p, 1.0) - s_k, d_hi
-            )
+            root = _best_r(s_k, w, p, b, np.inf) - s_k
             best = -np.inf
             for delta in (np.clip(root, d_lo, d_hi), d_lo, d_hi):
                 r = s_k + delta
@@ -604,14 +599,9 @@ class ColumnMaster:
         p, w = a.p[jobs][:, None], a.weight[jobs][:, None]
         hi = safe * a.max_devices[jobs][:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
-            d_over_w = (a.deadline[jobs] * (1 + DEADLINE_RTOL) / a.work[jobs])[:, None]
-            slack = d_over_w - (1.0 - p) / safe
-            need = np.where(np.isfinite(d_over_w), np.where(slack > 0, p / np.where(slack > 0, slack, 1.0), np.inf), 0.0)
-            need = np.where((p == 0) & np.isfinite(d_over_w), np.where(safe * d_over_w >= 1.0, 0.0, np.inf), need)
-            lo = np.maximum(safe, need)
-            root = safe * (np.sqrt(w * p / c) - p) / np.where(p < 1, 1.0 - p, 1.0)
+            lo = np.maximum(safe, _least_r(a, jobs, p, safe))
             best = -np.inf
-            for r in (np.clip(np.where(p >= 1, hi, root), lo, hi), lo, hi):
+            for r in (np.clip(_best_r(safe, w, p, c, np.inf), lo, hi), lo, hi):
                 S = 1.0 / ((1.0 - p) / safe + p / r)
                 best = np.maximum(best, np.where(np.isfinite(S), w * S - pi[None, :] - c * (r - safe), -np.inf))
         return np.where(ok & (lo <= hi * (1 + 1e-12)), best, -np.inf)
@@ -622,7 +612,7 @@ class ColumnMaster:
         """D(mu, lambda) with the closed form replaced by `job_bounds` where it may be loose: for the jobs whose
         closed-form profit exceeds what the master pays them (sigma_j) by more than REFINE_TOL of their weight,
         the loosest first until `deadline` (the others keep the closed form, valid too). `upper` must be the
-        closed form over every job with all its device-count multipliers (`full_bound`)."""
+        closed form over every job with all its device-count multipliers (`bound` with NU_SHARES)."""
         a = self.a
         pays = np.where(a.must, upper, np.maximum(upper, 0.0)) - sigma
         jobs = np.flatnonzero(pays > REFINE_TOL * a.weight)
@@ -644,17 +634,14 @@ class ColumnMaster:
         values = np.asarray(self.values[: len(self.lp_x)])
         return (self.lp_x > 1e-9) | (self.lp_reduced >= -share * values)
 
-    def full_bound(self, mu: np.ndarray, lam: np.ndarray) -> tuple[float, np.ndarray]:
-        """`bound` over every job with every device-count multiplier of optsched.solve.bound (the tightest
-        closed form)."""
-        total, _, _, values = self.relax.evaluate_jobs(mu, lam)
-        return total, values
-
-    def bound(self, mu: np.ndarray, lam: np.ndarray) -> tuple[float, np.ndarray]:
+    def bound(
+        self, mu: np.ndarray, lam: np.ndarray, shares: tuple[float, ...] = FILTER_SHARES
+    ) -> tuple[float, np.ndarray]:
         """D(mu, lambda), a proven upper bound on every plan's weighted speedup (optsched.solve.bound), and each
-        job's part of it: an upper bound on the job's weighted speedup less the price of its devices."""
+        job's part of it: an upper bound on the job's weighted speedup less the price of its devices. `shares`:
+        the closed form's device-count multipliers (NU_SHARES, all of them, for the tightest)."""
         members = None if len(self.members) == self.jobs else self.members
-        total, _, _, values = self.relax.evaluate_jobs(mu, lam, members, shares=FILTER_SHARES)
+        total, _, _, values = self.relax.evaluate_jobs(mu, lam, members, shares=shares)
         return total, values
 
 
@@ -740,8 +727,8 @@ def solve_by_columns(
     # The first plan re-placed along the master's prices: a plan in about a second even when the integer master
     # below finds nothing in its time (10,000 jobs and more).
     consider(improve(data, best()[0], master.level_prices(mu, lam)))
-    full, upper = master.full_bound(mu, lam)
-    stats.bound = min(stats.bound, full)
+    # refined <= the closed form at these prices, with every multiplier: no need to keep that one too.
+    _, upper = master.bound(mu, lam, NU_SHARES)
     refined = master.refined_bound(sigma, mu, lam, upper, deadline=time.monotonic() + REFINE_SHARE * (deadline - time.monotonic()))
     stats.bound = min(stats.bound, refined)
     on_bound(refined)
@@ -757,3 +744,23 @@ def solve_by_columns(
     stats.mip_s = time.monotonic() - started - stats.pricing_s
     return stats
 
+
+
+def _least_r(a, jobs: np.ndarray, p: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """The least aggregate speed R meeting each job's deadline with host speed s (any shape, jobs first):
+    p / (D/W - (1-p)/s), inf where no R does, 0 without a deadline; D widened by the verifier's tolerance, since a
+    bound must cover every allocation the verifier accepts."""
+    d_over_w = (a.deadline[jobs] * (1 + DEADLINE_RTOL) / a.work[jobs]).reshape((-1,) + (1,) * (s.ndim - 1))
+    safe = np.where(s > 0, s, 1.0)
+    slack = d_over_w - (1.0 - p) / safe
+    need = np.where(np.isfinite(d_over_w), np.where(slack > 0, p / np.where(slack > 0, slack, 1.0), np.inf), 0.0)
+    return np.where((p == 0) & np.isfinite(d_over_w), np.where(s * d_over_w >= 1.0, 0.0, np.inf), need)
+
+
+def _best_r(s: np.ndarray, w: np.ndarray, p: np.ndarray, c: np.ndarray, otherwise: float) -> np.ndarray:
+    """The R where w dS/dR = c (S = 1 / ((1-p)/s + p/R)): s (sqrt(w p / c) - p) / (1 - p); `otherwise` where
+    there is none (c <= 0 or p = 1: S keeps paying for speed)."""
+    exists = (c > 0) & (p < 1)
+    return np.where(
+        exists, s * (np.sqrt(w * p / np.where(c > 0, c, 1.0)) - p) / np.where(p < 1, 1.0 - p, 1.0), otherwise
+    )

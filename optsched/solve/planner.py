@@ -141,10 +141,8 @@ def solve_workload(
     built = handed_off = time.monotonic()
     b = None
     n_options = option_count(data)
-    if (
-        COLUMN_GENERATION and objective.name == "weighted_speedup" and n_options <= COLUMN_MAX_OPTIONS
-        and _decomposable(data, search, backend, extra_functionality, extra_objective)
-    ):
+    large = _decomposable(data, search, backend, extra_functionality, extra_objective)
+    if large and COLUMN_GENERATION and objective.name == "weighted_speedup" and n_options <= COLUMN_MAX_OPTIONS:
         # Too large for one MILP in time: column generation over whole job allocations, whose master has a row
         # per job, group and budget whatever the number of options (optsched.solve.columns).
         stats = solve_by_columns(
@@ -154,7 +152,7 @@ def solve_workload(
         )
         search.proven = _within_gap(search, gap)
         timings.update({"bound": stats.pricing_s, "columns": stats.mip_s, "column_rounds": stats.rounds})
-    elif _decomposable(data, search, backend, extra_functionality, extra_objective):
+    elif large:
         # min_power (or columns switched off): parts solved in parallel and merged (optsched.solve.decompose),
         # with a Lagrangian bound for weighted_speedup (optsched.solve.bound).
         dual = Lagrangian(data) if objective.name == "weighted_speedup" else None
