@@ -7,19 +7,20 @@ optsched library (optsched.store, optsched.jobs) so other front ends reuse them.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from flask import Flask, redirect
 from flask_openapi3 import Info, OpenAPI
 
 from api import frontiers, health, night_plans, plans, queueing, replans, verify, viewer
-from optsched.service.queues import open_queue
-from optsched.service.settings import load_settings
 from api.errors import Problem, register_error_handlers, validation_problem
 from api.guards import BEARER_SCHEME, ApiRequest, StrictJSONProvider, note_arrival, require_v1_token
-from api.spec import finish_spec
 from api.services import EXTENSION, Services, services
+from api.spec import finish_spec
 from optsched.infra.store import PlanStore
+from optsched.service.queues import open_queue
+from optsched.service.settings import load_settings
 
 __all__ = ["create_app", "shutdown", "services"]
 

@@ -12,7 +12,8 @@ and is published in the served OpenAPI document (`publish_limits`), so clients s
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from flask import current_app
 

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from flask import Flask, Response, current_app, request
 from pydantic import BaseModel, Field, ValidationError
 from werkzeug.exceptions import HTTPException
 from werkzeug.http import HTTP_STATUS_CODES
 
-from optsched.schema.errors import FieldError, InvalidPlan, InvalidWorkload
 from optsched.infra.pool import QueueFull
 from optsched.infra.rq import QUEUE_OUTAGES
 from optsched.infra.store import DATABASE_OUTAGES, InvalidCursor
-from optsched.service.resources import IdempotencyConflict, NotFound
+from optsched.schema.errors import FieldError, InvalidPlan, InvalidWorkload
 from optsched.schema.workload import field_errors
+from optsched.service.resources import IdempotencyConflict, NotFound
 
 PROBLEM_JSON = "application/problem+json"
 # Problem types: about:blank where the status says it all, a URN where the client can act on the kind.

@@ -10,12 +10,12 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from optsched.explain.frontier import Frontier
+from optsched.infra.store import CURSOR_PATTERN, PlanRecord, ResourceKind, states_of
+from optsched.night import NightPlan
 from optsched.queueing import Method, StudyResult
 from optsched.replan import Replan
-from optsched.night import NightPlan
 from optsched.schema.night import NightQueue
 from optsched.schema.plan import Plan
-from optsched.infra.store import CURSOR_PATTERN, PlanRecord, ResourceKind, states_of
 from optsched.schema.workload import Workload
 
 

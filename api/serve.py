@@ -32,7 +32,8 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 from urllib.parse import parse_qsl, quote
 
 from waitress.adjustments import Adjustments

@@ -15,7 +15,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from api.costs import publish_limits
 from api.errors import problem_doc

@@ -9,10 +9,10 @@ from flask import request
 from flask_openapi3 import APIBlueprint, Tag
 from pydantic import ValidationError
 
+from api.costs import check_at_most, check_workload
 from api.errors import problem_doc
 from api.guards import V1_SECURITY, require_json_body, require_token
 from api.schemas import VerifyRequest, VerifyResult
-from api.costs import check_at_most, check_workload
 from optsched.schema.errors import FieldError, InvalidWorkload
 from optsched.schema.plan import Plan
 from optsched.schema.workload import field_errors

@@ -74,7 +74,7 @@ def method(plan: optsched.Plan) -> str:
     return "one MILP"
 
 
-def again(document: dict, limit: float, workload, result: "Result", **switches) -> tuple[str, float | None, float | None, float]:
+def again(document: dict, limit: float, workload, result: Result, **switches) -> tuple[str, float | None, float | None, float]:
     """The same instance with planner switches changed (restored after)."""
     saved = {name: getattr(planner, name) for name in switches}
     for name, value in switches.items():

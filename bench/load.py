@@ -39,8 +39,8 @@ from typing import Any
 import requests
 
 import optsched
-from optsched.testing.server import LiveServer, rss_mb
 from optsched.infra.store import FINAL_STATES
+from optsched.testing.server import LiveServer, rss_mb
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ROOT / "models" / "workloads"

@@ -21,10 +21,10 @@ from importlib.metadata import version
 from pathlib import Path
 
 import optsched
-from optsched.testing.instances import SIZES, generate
 from optsched.baselines import BASELINES
 from optsched.baselines.placement import lp_relaxation
 from optsched.model.data import ModelData
+from optsched.testing.instances import SIZES, generate
 from optsched.verify.placement import verify
 
 TARGET_GAP = 0.01

@@ -30,9 +30,10 @@ import time
 import traceback
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import requests
 
@@ -264,11 +265,11 @@ def section_limits(repeats: int = 3) -> dict[str, Any]:
 
     from api import create_app, services, shutdown
     from api.services import EXTENSION, Services
-    from optsched.testing.instances import generate
     from optsched.infra.pool import ProcessPool
-    from optsched.service.kinds import runner
     from optsched.schema.workload import Workload, field_errors
+    from optsched.service.kinds import runner
     from optsched.testing import solvers
+    from optsched.testing.instances import generate
 
     out: dict[str, Any] = {}
     tiny = json.loads((WORKLOADS / "tiny.json").read_text())

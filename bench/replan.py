@@ -29,8 +29,8 @@ import highspy
 
 import optsched
 from optsched.replan import move_costs, moved_jobs, replan
-from optsched.solve.highs import new_highs
 from optsched.schema.workload import Workload
+from optsched.solve.highs import new_highs
 from optsched.testing.instances import generate
 from optsched.verify.placement import verify
 

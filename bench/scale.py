@@ -39,11 +39,11 @@ from pathlib import Path
 import psycopg
 from redis import Redis
 
-from optsched.testing.instances import generate
 from optsched.infra.pool import ProcessPool, SolveQueue
 from optsched.infra.rq import RQQueue
-from optsched.service.kinds import RUNNER
 from optsched.infra.store import PlanState, PlanStore
+from optsched.service.kinds import RUNNER
+from optsched.testing.instances import generate
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "scale.md"

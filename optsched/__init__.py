@@ -5,17 +5,17 @@ import logging
 # A library logs; the application decides where it goes (no "last resort" output on stderr).
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-from optsched.schema.errors import FieldError, InvalidPlan, InvalidWorkload, OptschedError
 from optsched.explain.frontier import Frontier, FrontierPoint, frontier
-from optsched.night import NightPlan, plan_night
-from optsched.model.objectives import OBJECTIVES
-from optsched.schema.plan import Allocation, DeviceUse, Placement, Plan, Status
 from optsched.explain.planning import plan
-from optsched.replan import Change, Replan, replan
 from optsched.explain.pyomo_model import pyomo_model
-from optsched.verify.placement import verify
-from optsched.solve.options import SolveOptions
+from optsched.model.objectives import OBJECTIVES
+from optsched.night import NightPlan, plan_night
+from optsched.replan import Change, Replan, replan
+from optsched.schema.errors import FieldError, InvalidPlan, InvalidWorkload, OptschedError
+from optsched.schema.plan import Allocation, DeviceUse, Placement, Plan, Status
 from optsched.schema.workload import DeviceGroup, Job, Options, Power, PowerLevel, Priority, Workload
+from optsched.solve.options import SolveOptions
+from optsched.verify.placement import verify
 
 __all__ = [
     "OBJECTIVES",

@@ -6,7 +6,7 @@ import json
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -35,9 +35,9 @@ def main() -> None:
 @app.command("plan")
 def plan_command(
     workload: Annotated[Path, typer.Argument(help="Workload JSON file ('-' reads standard input).")],
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the plan JSON here.")] = None,
-    time_limit: Annotated[Optional[float], typer.Option("--time-limit", min=0.001, help="Seconds.")] = None,
-    gap: Annotated[Optional[float], typer.Option("--gap", min=0.0, max=1.0, help="Relative MIP gap.")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write the plan JSON here.")] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.001, help="Seconds.")] = None,
+    gap: Annotated[float | None, typer.Option("--gap", min=0.0, max=1.0, help="Relative MIP gap.")] = None,
     table: Annotated[bool, typer.Option("--table", help="Print a readable table instead of JSON.")] = False,
 ) -> None:
     """Plan WORKLOAD; exit 0 for a plan, 1 for infeasible/no_solution, 2 for invalid input."""
@@ -63,18 +63,18 @@ def replan_command(
     workload: Annotated[Path, typer.Argument(help="Workload JSON file the current plan was made for.")],
     plan: Annotated[Path, typer.Argument(help="Current plan JSON file (as `optsched plan -o` writes it).")],
     change: Annotated[Path, typer.Argument(help="Change JSON file: failures, repairs, budgets, jobs added/removed, pins.")],
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the new plan JSON here.")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write the new plan JSON here.")] = None,
     workload_out: Annotated[
-        Optional[Path], typer.Option("--workload-out", help="Write the changed workload JSON here (to re-plan again).")
+        Path | None, typer.Option("--workload-out", help="Write the changed workload JSON here (to re-plan again).")
     ] = None,
     result_out: Annotated[
-        Optional[Path], typer.Option("--result", help="Write the whole re-plan JSON here (plan, changes, workload).")
+        Path | None, typer.Option("--result", help="Write the whole re-plan JSON here (plan, changes, workload).")
     ] = None,
     move_cost_hours: Annotated[
-        Optional[float], typer.Option("--move-cost-hours", min=0.0, max=1000.0, help="Hours a moved job loses.")
+        float | None, typer.Option("--move-cost-hours", min=0.0, max=1000.0, help="Hours a moved job loses.")
     ] = None,
-    time_limit: Annotated[Optional[float], typer.Option("--time-limit", min=0.001, help="Seconds.")] = None,
-    gap: Annotated[Optional[float], typer.Option("--gap", min=0.0, max=1.0, help="Relative MIP gap.")] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.001, help="Seconds.")] = None,
+    gap: Annotated[float | None, typer.Option("--gap", min=0.0, max=1.0, help="Relative MIP gap.")] = None,
 ) -> None:
     """Re-plan after CHANGE, keeping running jobs where it pays; exit 0 for a plan, 1 for infeasible/no_solution,
     2 for invalid input. The new plan goes to -o (else stdout), the change summary to stderr."""
@@ -139,10 +139,10 @@ def print_replan_summary(result, console: Console) -> None:
 @app.command("frontier")
 def frontier_command(
     workload: Annotated[Path, typer.Argument(help="Workload JSON file.")],
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the frontier JSON here.")] = None,
-    png: Annotated[Optional[Path], typer.Option("--png", help="Write the plot here.")] = None,
-    time_limit: Annotated[Optional[float], typer.Option("--time-limit", min=0.001, help="Seconds per point.")] = None,
-    gap: Annotated[Optional[float], typer.Option("--gap", min=0.0, max=1.0, help="Relative MIP gap per point.")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write the frontier JSON here.")] = None,
+    png: Annotated[Path | None, typer.Option("--png", help="Write the plot here.")] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.001, help="Seconds per point.")] = None,
+    gap: Annotated[float | None, typer.Option("--gap", min=0.0, max=1.0, help="Relative MIP gap per point.")] = None,
 ) -> None:
     """The power-speedup frontier of WORKLOAD: exit 0 with a curve, 1 when there is none, 2 for invalid input."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -170,8 +170,8 @@ def frontier_command(
 def queueing_command(
     study: Annotated[Path, typer.Argument(help="Queueing study JSON file ('-' reads standard input).")],
     method: Annotated[str, typer.Option("--method", help="analytic or simulation.")] = "analytic",
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the result JSON here.")] = None,
-    png: Annotated[Optional[Path], typer.Option("--png", help="Write the power-response front plot here.")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write the result JSON here.")] = None,
+    png: Annotated[Path | None, typer.Option("--png", help="Write the power-response front plot here.")] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Simulation seed.")] = 0,
     replications: Annotated[int, typer.Option("--replications", min=2, help="Simulation replications.")] = 10,
     jobs: Annotated[int, typer.Option("--jobs", min=100, help="Simulated arrivals per replication.")] = 10_000,
@@ -206,13 +206,13 @@ def serve_command(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8080,
     workers: Annotated[
-        Optional[int], typer.Option(min=1, help="Solver processes (default: OPTSCHED_WORKERS, else one per core).")
+        int | None, typer.Option(min=1, help="Solver processes (default: OPTSCHED_WORKERS, else one per core).")
     ] = None,
     threads: Annotated[int, typer.Option(min=1, help="Application threads of the HTTP process (waitress).")] = 32,
 ) -> None:
     """Run the REST service under waitress; configuration by OPTSCHED_* environment variables (see the README, REST service)."""
-    from optsched.service.settings import ConfigError
     from api.serve import serve
+    from optsched.service.settings import ConfigError
 
     try:
         serve(host=host, port=port, workers=workers, threads=threads)
@@ -229,7 +229,7 @@ def night_command(
     out: Annotated[Path, typer.Option("--out", help="Output directory (replaced as a whole, atomically).")],
     preempt: Annotated[bool, typer.Option("--preempt", help="Let due jobs displace lower-priority running jobs.")] = False,
     restart_hours: Annotated[float, typer.Option("--restart-hours", help="Restart cost in hours of jobs whose queue sets none (preemption, move, failure).")] = 0.1,
-    time_limit: Annotated[Optional[float], typer.Option("--time-limit", min=0.001, help="Seconds per event's solve.")] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.001, help="Seconds per event's solve.")] = None,
 ) -> None:
     """Plan the night's queue as a timeline; exit 0 if every hard deadline is met, 1 if not, 2 for invalid input."""
     import time
@@ -285,7 +285,7 @@ def night_command(
 @app.command("worker")
 def worker_command(
     concurrency: Annotated[
-        Optional[int], typer.Option("--concurrency", "-c", min=1, help="RQ worker processes (default: one per core).")
+        int | None, typer.Option("--concurrency", "-c", min=1, help="RQ worker processes (default: one per core).")
     ] = None,
     burst: Annotated[bool, typer.Option("--burst", help="Exit once the queue is empty.")] = False,
     spool_dir: Annotated[Path, typer.Option(
@@ -302,9 +302,9 @@ def worker_command(
     import logging
     import os
 
-    from optsched.service.settings import ConfigError, load_settings
     from optsched.infra.rq import configure, open_store, redacted, run_workers
     from optsched.service.kinds import RUNNER
+    from optsched.service.settings import ConfigError, load_settings
 
     try:
         settings = load_settings()
@@ -331,9 +331,9 @@ def batch_command(
     out: Annotated[Path, typer.Option("--out", help="Directory for the plans and batch-summary.json.")],
     wait: Annotated[bool, typer.Option("--wait", help="Wait for every solve (always, without a queue URL).")] = False,
     workers: Annotated[
-        Optional[int], typer.Option("--workers", min=1, help="Local solver processes, without a queue URL.")
+        int | None, typer.Option("--workers", min=1, help="Local solver processes, without a queue URL.")
     ] = None,
-    timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.0, help="Stop waiting after S seconds.")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", min=0.0, help="Stop waiting after S seconds.")] = None,
 ) -> None:
     """Plan many workloads: exit 0 when every one has a feasible plan, 1 otherwise (or unfinished), 2 for invalid input."""
     import os
@@ -342,8 +342,8 @@ def batch_command(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from sqlalchemy.exc import OperationalError
 
-    from optsched.service.settings import ConfigError, load_settings
     from optsched.service.batch import InvalidBatch, open_backend, read_inputs, run_batch
+    from optsched.service.settings import ConfigError, load_settings
 
     unreachable = (RedisError, OperationalError)
 

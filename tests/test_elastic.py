@@ -8,8 +8,8 @@ from hypothesis import given
 import optsched
 from optsched import Status, Workload
 from optsched.explain.suggestions import apply_suggestions, suggest_changes
-from tests.conftest import plan_checked
 from optsched.testing.factories import device, job, tiny_workloads, workload
+from tests.conftest import plan_checked
 
 
 def fleet(**power):

@@ -7,8 +7,8 @@ from hypothesis import given
 
 import optsched
 from optsched import Status
-from tests.conftest import plan_checked
 from optsched.testing.factories import device, job, tiny_workloads, workload
+from tests.conftest import plan_checked
 from tests.oracle import brute_force
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from optsched.testing.instances import generate
 from optsched import Status
+from optsched.testing.instances import generate
 from tests.conftest import plan_checked
 
 

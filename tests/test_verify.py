@@ -8,8 +8,8 @@ import pytest
 
 from optsched.schema.errors import InvalidPlan
 from optsched.schema.plan import Allocation, DeviceUse, Placement, Plan, Status
-from optsched.verify.placement import amdahl_speedup, eligible, evaluate, verify
 from optsched.schema.workload import Workload
+from optsched.verify.placement import amdahl_speedup, eligible, evaluate, verify
 
 try:
     from tests.oracle import brute_force

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import time
 
-from optsched.solve.extract import Counts, empty_plan, extract, used_by_job
 from optsched.model.data import ModelData
-from optsched.solve.backends import build_model
-from optsched.solve.construct import construct
-from optsched.solve.heuristics import FreeCapacity, greedy_counts, round_and_repair
-from optsched.solve.planner import primary_bound, satisfied, tighten_relaxation
 from optsched.model.objectives import OBJECTIVES
 from optsched.schema.plan import Plan, Status
 from optsched.schema.workload import Workload, workload_warnings
+from optsched.solve.backends import build_model
+from optsched.solve.construct import construct
+from optsched.solve.extract import Counts, empty_plan, extract, used_by_job
+from optsched.solve.heuristics import FreeCapacity, greedy_counts, round_and_repair
+from optsched.solve.planner import primary_bound, satisfied, tighten_relaxation
+
 
 def lp_relaxation(data: ModelData, deadline: float) -> tuple[dict[tuple[int, int, int], float] | None, float | None]:
     """(fractional n, LP bound on the objective) of the relaxation with tightened tangent cuts; (None, None) if none."""

@@ -9,9 +9,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from optsched.model.data import ModelData
 from optsched.schema.plan import Plan, Status
-from optsched.solve.options import SolveOptions
-from optsched.solve.planner import WorkloadSource, solve_workload as plan
 from optsched.schema.workload import HARD_PRIORITIES, Priority, Workload
+from optsched.solve.options import SolveOptions
+from optsched.solve.planner import WorkloadSource
+from optsched.solve.planner import solve_workload as plan
 
 MIN_POINTS = 12
 REFINE_POINTS = 6

@@ -4,6 +4,7 @@ feasible (the elastic MILP of optsched.explain.suggestions)."""
 from __future__ import annotations
 
 import time
+
 from optsched.explain.suggestions import suggest_changes
 from optsched.model.constraints import ExtraFunctionality
 from optsched.schema.plan import Plan, Status

@@ -12,14 +12,13 @@ import math
 import time
 from typing import Any
 
-from optsched.solve.extract import exact_speedups
-from optsched.solve.backends import Builder
 from optsched.model.data import ModelData
 from optsched.model.expressions import budgets, power_terms
-from optsched.solve.backends import build_model
 from optsched.schema.plan import Suggestion
-from optsched.solve.highs import Outcome
 from optsched.schema.workload import Priority, Workload
+from optsched.solve.backends import Builder, build_model
+from optsched.solve.extract import exact_speedups
+from optsched.solve.highs import Outcome
 
 INF = math.inf
 

@@ -25,14 +25,15 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for_connections
-from typing import Any, Callable
+from typing import Any
 
-from optsched.schema.errors import OptschedError
 from optsched.infra.store import DATABASE_OUTAGES, MAX_ATTEMPTS, PlanRecord, PlanState, PlanStore, ResourceKind
+from optsched.schema.errors import OptschedError
 
 log = logging.getLogger(__name__)
 

@@ -16,11 +16,12 @@ import os
 import re
 import stat
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from sqlalchemy import (
     Engine,

@@ -12,16 +12,17 @@ Pyomo components, the HiGHS backend into one sparse matrix; both solve the same 
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from optsched.model.amdahl import initial_tangent_points
-from optsched.model.builder import ModelBuilder as Builder, Term
-from optsched.schema.names import Family
-from optsched.model.expressions import budgets, groups_in, idle_draw, power_terms  # noqa: F401 - re-exported for the families' users
+from optsched.model.builder import ModelBuilder as Builder
+from optsched.model.builder import Term
 from optsched.model.data import ModelData
+from optsched.model.expressions import budgets, groups_in, idle_draw, power_terms  # noqa: F401 - re-exported for the families' users
 from optsched.model.objectives import OBJECTIVES, ExtraObjective
+from optsched.schema.names import Family
 
 INF = math.inf
 ExtraFunctionality = Callable[[Builder, ModelData], None]

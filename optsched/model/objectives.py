@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from optsched.model.expressions import idle_draw
 
 if TYPE_CHECKING:
-    from optsched.model.builder import ModelBuilder as Builder, Term
+    from optsched.model.builder import ModelBuilder as Builder
+    from optsched.model.builder import Term
     from optsched.model.data import ModelData
 
 # The tie-break term may move the primary objective by at most this share of the requested gap,
@@ -24,7 +26,7 @@ class Objective:
     name: str
     sense: Literal["max", "min"]
     admit_all: bool  # every job must be admitted (and so meet its deadline)
-    add: Callable[["Builder", "ModelData", Sequence["Term"]], float]  # sets the objective, returns the tie-break weight
+    add: Callable[[Builder, ModelData, Sequence[Term]], float]  # sets the objective, returns the tie-break weight
     value: Callable[[float, float], float]  # exact value from (weighted speedup, power in W)
     description: str
 
@@ -41,8 +43,8 @@ class ExtraObjective:
     integer allocation {(job, group, level): devices}, so that plans are ranked on the same total.
     """
 
-    add: Callable[["Builder", "ModelData"], list["Term"]]
-    value: Callable[["ModelData", Mapping[tuple[int, int, int], int]], float]
+    add: Callable[[Builder, ModelData], list[Term]]
+    value: Callable[[ModelData, Mapping[tuple[int, int, int], int]], float]
 
 
 def register(objective: Objective) -> Objective:
@@ -50,34 +52,34 @@ def register(objective: Objective) -> Objective:
     return objective
 
 
-def _speedup_entries(data: "ModelData") -> tuple[str, np.ndarray, np.ndarray]:
+def _speedup_entries(data: ModelData) -> tuple[str, np.ndarray, np.ndarray]:
     """sum_j w_j S_j as (block, positions, coefficients)."""
     return "S", np.arange(len(data.jobs)), np.array([job.objective_weight for job in data.jobs], dtype=np.float64)
 
 
-def _power_entries(data: "ModelData") -> tuple[float, np.ndarray, np.ndarray]:
+def _power_entries(data: ModelData) -> tuple[float, np.ndarray, np.ndarray]:
     """The fleet's draw as (idle W, positions of n, W above idle per device): `power_terms(data)` as arrays."""
     o = data.option_arrays
     return idle_draw(data), np.arange(len(o.draw)), o.draw
 
 
-def _tie_break_weight(data: "ModelData", scale: float, spread: float) -> float:
+def _tie_break_weight(data: ModelData, scale: float, spread: float) -> float:
     gap = max(data.workload.options.mip_gap, 1e-6)
     return TIE_BREAK_SHARE * gap * scale / max(spread, 1e-9)
 
 
-def _smallest_gain(data: "ModelData") -> float:
+def _smallest_gain(data: ModelData) -> float:
     return min(
         (job.objective_weight * data.best_speedup(j) for j, job in enumerate(data.jobs) if data.options_of_job[j]),
         default=1.0,
     )
 
 
-def _most_speedup(data: "ModelData") -> float:
+def _most_speedup(data: ModelData) -> float:
     return sum(job.objective_weight * data.best_speedup(j) for j, job in enumerate(data.jobs))
 
 
-def _add_weighted_speedup(b: "Builder", data: "ModelData", extra: Sequence["Term"] = ()) -> float:
+def _add_weighted_speedup(b: Builder, data: ModelData, extra: Sequence[Term] = ()) -> float:
     """max sum_j w_j S_j - eps * P + extra  (eps so small that power only breaks ties)."""
     eps = _tie_break_weight(data, _smallest_gain(data), data.peak_power_w)
     speedup, (idle, positions, draw) = _speedup_entries(data), _power_entries(data)
@@ -85,7 +87,7 @@ def _add_weighted_speedup(b: "Builder", data: "ModelData", extra: Sequence["Term
     return eps
 
 
-def _add_min_power(b: "Builder", data: "ModelData", extra: Sequence["Term"] = ()) -> float:
+def _add_min_power(b: Builder, data: ModelData, extra: Sequence[Term] = ()) -> float:
     """min P - eps * sum_j w_j S_j + extra  (W; every job admitted; speedup only breaks ties)."""
     cheapest = min((o.cap_w for o in data.options), default=1.0)
     eps = _tie_break_weight(data, max(data.idle_power_w, cheapest, 1.0), _most_speedup(data))

@@ -47,8 +47,6 @@ from optsched.night.dispatch import (
     wait_option,
 )
 from optsched.night.engine import Decision, Running, View
-from optsched.solve.options import SolveOptions
-from optsched.solve.planner import solve_workload as plan
 from optsched.night.fleet import Fleet, Use, Uses
 from optsched.schema.errors import FieldError, InvalidWorkload
 from optsched.schema.night import NightQueue
@@ -63,6 +61,8 @@ from optsched.schema.workload import (
     Workload,
     workload_warnings,
 )
+from optsched.solve.options import SolveOptions
+from optsched.solve.planner import solve_workload as plan
 
 # Deadlines handed to the core get this relative slack, well inside the 1e-6 the timeline accepts as met.
 DEADLINE_SLACK = 1e-7

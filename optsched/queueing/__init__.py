@@ -12,10 +12,10 @@ from optsched.queueing.schema import (
     FrontPoint,
     Method,
     SimulationInfo,
-    StudyStatus,
     Study,
     StudyClass,
     StudyResult,
+    StudyStatus,
     load_study,
 )
 from optsched.queueing.study import analyze, evaluate, pareto_front

@@ -33,9 +33,9 @@ from optsched.queueing.schema import (
     FrontPoint,
     Method,
     SimulationInfo,
-    StudyStatus,
     Study,
     StudyResult,
+    StudyStatus,
     load_study,
 )
 from optsched.queueing.simulation import (

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from optsched.explain.suggestions import suggest_changes
-from optsched.model.builder import ModelBuilder as Builder, Term
+from optsched.model.builder import ModelBuilder as Builder
+from optsched.model.builder import Term
 from optsched.model.data import ModelData
 from optsched.model.objectives import OBJECTIVES, ExtraObjective
 from optsched.replan.schema import (
@@ -49,8 +50,8 @@ from optsched.schema.errors import FieldError, InvalidPlan
 from optsched.schema.plan import Allocation, Plan, Status
 from optsched.schema.workload import Workload
 from optsched.solve.extract import relative_gap
-from optsched.solve.planner import solve_workload
 from optsched.solve.options import SolveOptions
+from optsched.solve.planner import solve_workload
 from optsched.verify.placement import load_plan
 
 log = logging.getLogger(__name__)

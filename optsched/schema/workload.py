@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Mapping
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from optsched.schema.catalog import catalog_entry
 from optsched.schema.errors import FieldError, InvalidWorkload
 from optsched.schema.limits import check_document
-
 
 # The objectives a workload may name; optsched.model.objectives registers one implementation for each (a test
 # checks the two agree), so the schema does not depend on the model.

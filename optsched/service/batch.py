@@ -16,19 +16,20 @@ import json
 import os
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
-from optsched.schema.errors import InvalidWorkload, OptschedError
 from optsched.infra.pool import SolveQueue
-from optsched.schema.plan import FEASIBLE_STATUSES
 from optsched.infra.rq import redacted
 from optsched.infra.store import PlanRecord, PlanState, PlanStore
+from optsched.schema.errors import InvalidWorkload, OptschedError
+from optsched.schema.plan import FEASIBLE_STATUSES
+from optsched.schema.workload import Workload
 from optsched.service import resources
 from optsched.service.queues import open_queue
-from optsched.schema.workload import Workload
 
 SUMMARY_FILE = "batch-summary.json"
 KEY_PREFIX = "batch-sha256:"

@@ -7,8 +7,9 @@ A worker process runs `solve_task`; it is a module-level function so that a spaw
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from optsched.explain.frontier import MIN_POINTS, REFINE_POINTS, frontier
 from optsched.explain.planning import plan

@@ -3,7 +3,8 @@ QUEUE_URL is set. The REST app and `optsched batch` open theirs here, both with 
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from optsched.infra.pool import ProcessPool, SolveQueue
 from optsched.infra.rq import RQQueue

@@ -5,9 +5,10 @@ cancel, delete. The REST views, `optsched batch` and the CLI call these; none wr
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Iterable
+from typing import Any
 
 from optsched.infra.pool import SolveQueue
 from optsched.infra.store import PlanRecord, PlanState, PlanStore, ResourceKind

@@ -21,6 +21,7 @@ from optsched.model.objectives import ExtraObjective
 from optsched.solve.highs import Outcome, Poll, SolveResult, new_highs, run_highs
 from optsched.solve.pyomo_backend import PyomoBuilder
 
+
 class Builder(ModelBuilder):
     """A linear model under construction and, once built, solved repeatedly with rows added in between."""
 

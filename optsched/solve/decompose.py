@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import logging
 import math
-import random
 import multiprocessing
 import queue
+import random
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from optsched.schema.names import Family, constraint_name
 from optsched.model.data import ModelData, eligible
+from optsched.schema.names import Family, constraint_name
 from optsched.solve.highs import Outcome
 
 # Each least-power probe of an infeasible workload gets this long; a probe that times out says nothing.

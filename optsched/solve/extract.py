@@ -8,9 +8,8 @@ import time
 from optsched.model.amdahl import speedup
 from optsched.model.data import ModelData, Option
 from optsched.model.objectives import Objective
-from optsched.schema.tolerances import DEADLINE_RTOL
 from optsched.schema.plan import Allocation, DeviceUse, Placement, Plan, Status
-
+from optsched.schema.tolerances import DEADLINE_RTOL
 
 Counts = dict[tuple[int, int, int], int]  # (job, group, level) -> devices
 

@@ -300,7 +300,7 @@ class _JobState:
     r: float
 
     @classmethod
-    def of(cls, data: ModelData, j: int, counts: Counts) -> "_JobState":
+    def of(cls, data: ModelData, j: int, counts: Counts) -> _JobState:
         used = [o for o in data.options_of_job[j] if counts.get(o.key, 0) > 0]
         return cls(
             data, j, sum(counts[o.key] for o in used), max((o.speed for o in used), default=0.0),

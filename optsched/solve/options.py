@@ -7,8 +7,9 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from optsched.model.constraints import ExtraFunctionality
 from optsched.model.objectives import ExtraObjective

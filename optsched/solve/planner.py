@@ -5,40 +5,40 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from optsched.model.amdahl import speedup, tangent_point
+from optsched.model.constraints import add_tangent_cut, needs_host
+from optsched.model.data import ModelData
 from optsched.model.expressions import budgets
+from optsched.model.objectives import OBJECTIVES, TIE_BREAK_SHARE, ExtraObjective, Objective
+from optsched.schema.plan import Plan, Status
 from optsched.schema.tolerances import DEADLINE_RTOL, POWER_TOL_W
-from optsched.solve.extract import (
-    empty_plan,
-    exact_speedups,
-    extract,
-    group_use,
-    used_by_job,
-    aggregate,
-    host_of,
-    power,
-    relative_gap,
-    weighted,
-)
-from optsched.solve.backends import Builder
+from optsched.schema.workload import Workload, workload_warnings
+from optsched.solve.backends import Builder, build_model
 from optsched.solve.bound import Lagrangian
 from optsched.solve.columns import solve_by_columns
 from optsched.solve.construct import construct, improve
 from optsched.solve.decompose import option_count, solve_decomposed
-from optsched.solve.heuristics import round_and_repair, round_must_run_first
-from optsched.model.data import ModelData
 from optsched.solve.diagnosis import diagnose_infeasible, precheck
-from optsched.model.constraints import add_tangent_cut, needs_host
-from optsched.solve.backends import build_model
-from optsched.model.objectives import OBJECTIVES, TIE_BREAK_SHARE, ExtraObjective, Objective
-from optsched.schema.plan import Plan, Status
+from optsched.solve.extract import (
+    aggregate,
+    empty_plan,
+    exact_speedups,
+    extract,
+    group_use,
+    host_of,
+    power,
+    relative_gap,
+    used_by_job,
+    weighted,
+)
+from optsched.solve.heuristics import round_and_repair, round_must_run_first
 from optsched.solve.highs import Outcome
 from optsched.solve.options import OnIncumbent, Progress, SolveOptions
-from optsched.schema.workload import Workload, workload_warnings
 
 # A modelled speedup this far above the exact one gets a new tangent cut at the current point.
 CUT_TOLERANCE = 1e-7

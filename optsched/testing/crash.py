@@ -27,10 +27,10 @@ from typing import Any
 
 import requests
 
-from optsched.testing.server import LiveServer
 from optsched.schema.catalog import sample_workload_path
-from optsched.verify.placement import verify
 from optsched.testing.factories import device, job, workload
+from optsched.testing.server import LiveServer
+from optsched.verify.placement import verify
 
 FAILPOINT_SERVER = (sys.executable, "-m", "api.failpoints")
 FEASIBLE = ("optimal", "time_limit")

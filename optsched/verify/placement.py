@@ -19,16 +19,17 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
-from optsched.schema.names import Family, constraint_name
-from optsched.schema.tolerances import DEADLINE_RTOL
 from optsched.schema.errors import FieldError, InvalidPlan
+from optsched.schema.names import Family, constraint_name
 from optsched.schema.plan import FEASIBLE_STATUSES, Allocation, Placement, Plan
+from optsched.schema.tolerances import DEADLINE_RTOL
 from optsched.schema.workload import PRIORITY_WEIGHT, DeviceGroup, Job, PowerLevel, Priority, Workload, field_errors
 
 __all__ = [

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from api import services
-from tests.api.helpers import tiny_workload
 from optsched.testing.factories import device, job, workload
+from tests.api.helpers import tiny_workload
 
 PROBLEM_KEYS = {"type", "title", "status", "detail", "errors"}
 

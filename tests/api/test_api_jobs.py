@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import update
 
 from optsched.infra.pool import ProcessPool, QueueFull
-from optsched.service.kinds import runner, solve_task
 from optsched.infra.store import MAX_ATTEMPTS, PlanState, PlanStore, plans
+from optsched.service.kinds import runner, solve_task
 from optsched.verify.placement import verify
 from tests.api import fakes
 from tests.api.helpers import tiny_workload

@@ -6,10 +6,10 @@ from sqlalchemy import create_engine, text
 
 from api.resources import COLLECTIONS
 from optsched.infra.pool import ProcessPool, SolveTask
-from optsched.service.kinds import KINDS, RUNNER, budget_s, solve_task
-from optsched.verify.timeline import verify_timeline
 from optsched.infra.store import PlanState, PlanStore, ResourceKind, states_of
+from optsched.service.kinds import KINDS, RUNNER, budget_s, solve_task
 from optsched.verify.placement import verify
+from optsched.verify.timeline import verify_timeline
 from tests.api.helpers import night_queue, tiny_workload
 
 NIGHT = {"start": "2026-12-01T22:00:00", "hours": 8.0, "preempt": False, "restart_hours": 0.1}

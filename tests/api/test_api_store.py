@@ -7,8 +7,8 @@ import stat
 import pytest
 from sqlalchemy import text
 
-from optsched.schema.plan import Status
 from optsched.infra.store import MAX_ATTEMPTS, InvalidCursor, PlanState, PlanStore, state_of
+from optsched.schema.plan import Status
 
 
 @pytest.fixture

@@ -3,8 +3,9 @@ loopback, each stopped after its test."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 from flask import Flask

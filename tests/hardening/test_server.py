@@ -47,7 +47,7 @@ def raw(server: LiveServer, data: bytes, wait_s: float = 10.0) -> tuple[float, b
         try:
             while chunk := s.recv(65536):
                 out += chunk
-        except (socket.timeout, ConnectionResetError):
+        except (TimeoutError, ConnectionResetError):
             pass
     return time.monotonic() - started, out
 

@@ -17,12 +17,21 @@ from optsched.baselines import edf
 from optsched.infra.store import PlanState, ResourceKind, state_of
 from optsched.queueing import analyze
 from optsched.replan import replan
-from optsched.verify.placement import verify
 from optsched.schema.catalog import sample_workload_path
+from optsched.verify.placement import verify
 from optsched.verify.timeline import verify_timeline
 from tests.api.helpers import night_queue, tiny_workload
 from tests.conftest import plan_checked
-from tests.pages.conftest import SAVE, chart_jobs, console_errors, hover_at, hover_element, needs_chromium, open_page, screenshot
+from tests.pages.conftest import (
+    SAVE,
+    chart_jobs,
+    console_errors,
+    hover_at,
+    hover_element,
+    needs_chromium,
+    open_page,
+    screenshot,
+)
 
 pytestmark = [needs_chromium, pytest.mark.slow]
 

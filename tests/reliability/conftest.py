@@ -6,15 +6,15 @@ which promise.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 from flask import Flask
 
 from api import create_app, shutdown
 from optsched.testing.server import LiveServer
-
 
 
 @pytest.fixture

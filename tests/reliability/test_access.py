@@ -15,9 +15,10 @@ import pytest
 import requests
 
 from api import services
+from api.testing import GOOD, SECRET_NAME, TOKEN, WRONG, protected_routes, url_for_rule
 from optsched.infra.store import PlanStore
 from tests.api.helpers import tiny_workload
-from api.testing import GOOD, SECRET_NAME, TOKEN, WRONG, protected_routes, url_for_rule
+
 
 @pytest.fixture
 def guarded(make_app):

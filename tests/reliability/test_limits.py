@@ -12,17 +12,17 @@ from datetime import datetime
 import pytest
 
 from api import services
-from optsched.service.settings import ConfigError, load_settings
 from api.services import EXTENSION, Services
-from optsched.testing.instances import generate
 from optsched.infra.pool import ProcessPool
-from optsched.service.kinds import runner
 from optsched.schema.limits import MAX_DEPTH, MAX_ITEMS, placement_variables
-from optsched.verify.placement import verify
 from optsched.schema.workload import Workload
-from tests.api.helpers import tiny_workload
-from optsched.testing.factories import device, job, workload
+from optsched.service.kinds import runner
+from optsched.service.settings import ConfigError, load_settings
 from optsched.testing import solvers
+from optsched.testing.factories import device, job, workload
+from optsched.testing.instances import generate
+from optsched.verify.placement import verify
+from tests.api.helpers import tiny_workload
 
 GRACE_S = 1.0
 # Process start, the pool's polling and a loaded 2-core machine: a solve may end this much past its deadline.

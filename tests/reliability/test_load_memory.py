@@ -15,8 +15,8 @@ import time
 import requests
 
 from api import services
-from optsched.testing.server import rss_mb
 from optsched.testing.instances import generate
+from optsched.testing.server import rss_mb
 from tests.api.helpers import tiny_workload
 from tests.reliability.conftest import log_of
 

@@ -10,7 +10,6 @@ from optsched import InvalidPlan, InvalidWorkload
 from optsched.replan import Change, InvalidChange, apply_change, replan
 from optsched.schema.workload import Workload
 from optsched.testing.factories import device, job, workload
-
 from tests.replan.conftest import plan_checked
 
 BASE = workload(

@@ -9,7 +9,6 @@ import pytest
 import optsched
 from optsched.replan import ChangeKind, Reason, move_costs, moved_jobs
 from optsched.replan.replan import group_counts
-
 from tests.replan.conftest import plan_checked, replan_checked
 
 DEMO = Path(__file__).resolve().parents[2] / "models" / "workloads" / "demo.json"

@@ -9,7 +9,6 @@ import pytest
 
 from optsched.replan import ChangeKind, Reason
 from optsched.testing.factories import device, job, workload
-
 from tests.replan.conftest import plan_checked, replan_checked
 
 

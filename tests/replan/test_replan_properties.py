@@ -6,13 +6,13 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import event, given, strategies as st
+from hypothesis import event, given
+from hypothesis import strategies as st
 
 import optsched
 from optsched.replan import InvalidChange, move_costs, moved_jobs, replan
 from optsched.replan.replan import group_counts
 from optsched.testing.factories import job, tiny_workloads
-
 from tests.replan.conftest import plan_checked, replan_checked
 
 

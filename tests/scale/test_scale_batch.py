@@ -8,9 +8,9 @@ import subprocess
 import pytest
 from typer.testing import CliRunner
 
-from optsched.testing.instances import generate
-from optsched.service.batch import SUMMARY_FILE, canonical_sha256
 from optsched.cli import app
+from optsched.service.batch import SUMMARY_FILE, canonical_sha256
+from optsched.testing.instances import generate
 from optsched.verify.placement import verify
 from tests.api.helpers import tiny_workload
 from tests.scale.conftest import OPTSCHED

@@ -13,12 +13,12 @@ from rq.serializers import JSONSerializer
 from sqlalchemy import update
 
 from api import services
-from optsched.testing.instances import generate
 from optsched.infra import rq as rq_queue
 from optsched.infra.pool import ProcessPool
-from optsched.service.kinds import RUNNER, runner
 from optsched.infra.rq import RQQueue, job_id, sweep
 from optsched.infra.store import MAX_ATTEMPTS, PlanState, PlanStore, plans
+from optsched.service.kinds import RUNNER, runner
+from optsched.testing.instances import generate
 from tests.api import fakes
 from tests.api.helpers import assert_verified, poll, tiny_workload
 from tests.scale.conftest import LEASE_S, session_pids
