@@ -74,7 +74,9 @@ def method(plan: optsched.Plan) -> str:
     return "one MILP"
 
 
-def again(document: dict, limit: float, workload, result: Result, **switches) -> tuple[str, float | None, float | None, float]:
+def again(
+    document: dict, limit: float, workload, result: Result, **switches
+) -> tuple[str, float | None, float | None, float]:
     """The same instance with planner switches changed (restored after)."""
     saved = {name: getattr(planner, name) for name in switches}
     for name, value in switches.items():
@@ -95,7 +97,9 @@ def run(
     document = instance(family, size, seed)
     seen: list[tuple[float, optsched.Plan]] = []
     start = time.monotonic()
-    plan = optsched.plan(document, time_limit_s=limit, on_incumbent=lambda p: seen.append((time.monotonic() - start, p)))
+    plan = optsched.plan(
+        document, time_limit_s=limit, on_incumbent=lambda p: seen.append((time.monotonic() - start, p))
+    )
     wall = time.monotonic() - start
     workload = optsched.Workload.load(document)
     violations = len(verify(workload, plan)) + sum(len(verify(workload, p)) for _, p in seen)
@@ -168,7 +172,8 @@ def table(results: list[Result]) -> list[str]:
 
 def details(results: list[Result]) -> list[str]:
     lines = [
-        "| instance | status | objective | bound | gap | first plan s | wall s | incumbents | baselines (status, weighted speedup) | one MILP (status, objective, bound, s) | by parts (status, objective, bound, s) |",
+        "| instance | status | objective | bound | gap | first plan s | wall s | incumbents | baselines (status, "
+        "weighted speedup) | one MILP (status, objective, bound, s) | by parts (status, objective, bound, s) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
 
@@ -182,8 +187,10 @@ def details(results: list[Result]) -> list[str]:
         base = "; ".join(f"{n} {s} {v:,.1f}" for n, (s, v) in r.baselines.items())
         lines.append(
             f"| {r.family}-{r.size}-{r.seed} | {r.status} | {r.objective or 0:,.1f} | "
-            f"{'-' if r.bound is None else format(r.bound, ',.1f')} | {'-' if r.gap is None else format(r.gap, '.4f')} | "
-            f"{'-' if r.first_plan_s is None else format(r.first_plan_s, '.2f')} | {r.wall:.1f} | {r.incumbents} | {base} | "
+            f"{'-' if r.bound is None else format(r.bound, ',.1f')} | "
+            f"{'-' if r.gap is None else format(r.gap, '.4f')} | "
+            f"{'-' if r.first_plan_s is None else format(r.first_plan_s, '.2f')} | {r.wall:.1f} | "
+            f"{r.incumbents} | {base} | "
             f"{other(r.undecomposed)} | {other(r.by_parts)} |"
         )
     return lines
@@ -220,7 +227,8 @@ def main(argv=None) -> None:
         "# Large-workload benchmark",
         "",
         f"Produced by `python -m bench.large {' '.join(sys.argv[1:])}` on {datetime.date.today()} "
-        f"({os.cpu_count()} cores, {cpu}, shared with other jobs: 1-minute load average {min(loads):.1f}-{max(loads):.1f} "
+        f"({os.cpu_count()} cores, {cpu}, shared with other jobs: 1-minute load average "
+        f"{min(loads):.1f}-{max(loads):.1f} "
         f"while it ran, {time.monotonic() - started:.0f} s in all); Python {platform.python_version()}, highspy "
         f"{version('highspy')}. Planner at its defaults (mip_gap {optsched.Options().mip_gap}), the time limit per "
         "run as listed. The workload goes in as a JSON dict, so every time includes validation.",

@@ -1,5 +1,5 @@
-"""Night planner benchmark: plan_night against FIFO, EDF and EASY backfilling on 24 seeded queues (bench/night_queues.py)
-and on the sample queue, with lower bounds, per queue and as geometric means.
+"""Night planner benchmark: plan_night against FIFO, EDF and EASY backfilling on 24 seeded queues
+(bench/night_queues.py) and on the sample queue, with lower bounds, per queue and as geometric means.
 
     python -m bench.night                              # the whole suite: 12 small, 8 medium, 4 large queues
     python -m bench.night --sizes small --out /tmp/night.md
@@ -83,7 +83,9 @@ def main(argv=None) -> int:
             "energy": m["energy"] <= 1.05 * best["energy"] + 1e-9,
         }
         results.append((size, seed, queue, m, b, best, ok, seconds, violations, lb_makespan, lb_wmct, planner))
-        sys.stderr.write(f"{size}-{seed}: planner {m} in {seconds:.1f} s ({planner.chosen}); best baseline {best}; {ok}\n")
+        sys.stderr.write(
+            f"{size}-{seed}: planner {m} in {seconds:.1f} s ({planner.chosen}); best baseline {best}; {ok}\n"
+        )
         rows.append(
             "| "
             + " | ".join(
@@ -94,8 +96,10 @@ def main(argv=None) -> int:
                     planner.chosen or "-",
                     f"{m['hard']} / {best['hard']} ({b['easy']['hard']})",
                     f"{m['soft']} / {best['soft']}",
-                    f"{m['wmct']:.2f} / {best['wmct']:.2f} ({m['wmct'] / best['wmct']:.3f}; LB {m['wmct'] / lb_wmct:.2f})",
-                    f"{m['makespan']:.2f} / {best['makespan']:.2f} ({m['makespan'] / best['makespan']:.3f}; LB {m['makespan'] / lb_makespan:.2f})",
+                    f"{m['wmct']:.2f} / {best['wmct']:.2f} ({m['wmct'] / best['wmct']:.3f}; LB "
+                    f"{m['wmct'] / lb_wmct:.2f})",
+                    f"{m['makespan']:.2f} / {best['makespan']:.2f} ({m['makespan'] / best['makespan']:.3f}; LB "
+                    f"{m['makespan'] / lb_makespan:.2f})",
                     f"{m['energy']:.0f} / {best['energy']:.0f} ({m['energy'] / best['energy']:.3f})",
                     "".join("y" if ok[k] else "N" for k in ("hard", "makespan", "wmct", "energy")),
                     f"{violations}",
@@ -135,7 +139,8 @@ def main(argv=None) -> int:
         plan, seconds, v = run(fn, sample, 8.0)
         m = metrics(plan)
         sample_rows.append(
-            f"| {name}{' (' + plan.chosen + ')' if plan.chosen else ''} | {seconds:.2f} | {m['hard']} | {m['soft']} | {m['wmct']:.3f} | "
+            f"| {name}{' (' + plan.chosen + ')' if plan.chosen else ''} | {seconds:.2f} | {m['hard']} | {m['soft']} | "
+            f"{m['wmct']:.3f} | "
             f"{m['makespan']:.2f} | {m['by_night']}/{plan.summary.jobs} | {m['energy']:.1f} | {v} |"
         )
 
@@ -162,7 +167,10 @@ def main(argv=None) -> int:
         ),
         "- best = the best baseline per metric (FIFO, EDF, EASY, each metric on its own); LB = lower bound",
         "",
-        "| queue | jobs / devices / types | planner s | chosen | hard missed: planner / best (EASY) | soft missed: planner / best | weighted mean completion h: planner / best (ratio; ratio to LB) | makespan h: planner / best (ratio; to LB) | energy kWh: planner / best (ratio) | criteria hard, makespan, wmct, energy | verifier violations (all 4 timelines) |",
+        "| queue | jobs / devices / types | planner s | chosen | hard missed: planner / best (EASY) | soft missed: "
+        "planner / best | weighted mean completion h: planner / best (ratio; ratio to LB) | makespan h: planner / best "
+        "(ratio; to LB) | energy kWh: planner / best (ratio) | criteria hard, makespan, wmct, energy | verifier "
+        "violations (all 4 timelines) |",
         "|---|---|---:|---|---|---|---|---|---|---|---:|",
         *rows,
         "",
@@ -175,11 +183,14 @@ def main(argv=None) -> int:
         + ", ".join(f"{k} {v}" for k, v in hard_baselines.items()),
         f"- soft misses in total: planner {soft_total}, " + ", ".join(f"{k} {v}" for k, v in soft_baselines.items()),
         (
-            f"- geometric means, planner: weighted completion {gm['wmct_best']:.3f} x best baseline ({gm['wmct_lb']:.2f} x LB),"
-            f" makespan {gm['makespan_best']:.3f} x best ({gm['makespan_lb']:.2f} x LB), energy {gm['energy_best']:.3f} x best"
+            f"- geometric means, planner: weighted completion {gm['wmct_best']:.3f} x best baseline "
+            f"({gm['wmct_lb']:.2f} x LB),"
+            f" makespan {gm['makespan_best']:.3f} x best ({gm['makespan_lb']:.2f} x LB), energy "
+            f"{gm['energy_best']:.3f} x best"
         ),
         *(
-            f"- geometric means, {name}: weighted completion {w:.2f} x LB, makespan {mk:.2f} x LB, energy {e:.3f} x best"
+            f"- geometric means, {name}: weighted completion {w:.2f} x LB, makespan {mk:.2f} x LB, "
+            f"energy {e:.3f} x best"
             for name, (w, mk, e) in gm_base.items()
         ),
         *(
@@ -192,7 +203,8 @@ def main(argv=None) -> int:
         "",
         "## Sample queue (`models/workloads/night-queue.json`, 8 h)",
         "",
-        "| policy | s | hard missed | soft missed | weighted mean completion h | makespan h | finished by 06:00 | energy kWh | verifier violations |",
+        "| policy | s | hard missed | soft missed | weighted mean completion h | makespan h | finished by 06:00 | "
+        "energy kWh | verifier violations |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         *sample_rows,
         "",

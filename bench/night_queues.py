@@ -35,7 +35,11 @@ MODELS = ("H100-SXM", "A100-SXM", "A40", "V100-SXM2", "L4", "T4")
 SIZES = {"small": ((30, 60), (24, 48)), "medium": ((120, 120), (56, 80)), "large": ((500, 500), (160, 224))}
 HOURS = {"small": 8.0, "medium": 8.0, "large": 10.0}
 # The benchmark suite: (size, seed); 12 small, 8 medium and 4 large queues.
-SUITE = tuple([("small", s) for s in range(1, 13)] + [("medium", s) for s in range(101, 109)] + [("large", s) for s in range(201, 205)])
+SUITE = tuple(
+    [("small", s) for s in range(1, 13)]
+    + [("medium", s) for s in range(101, 109)]
+    + [("large", s) for s in range(201, 205)]
+)
 
 
 def generate(seed: int, size: str = "small") -> dict[str, Any]:
@@ -49,8 +53,10 @@ def generate(seed: int, size: str = "small") -> dict[str, Any]:
     shares = [rng.uniform(0.6, 1.4) for _ in types]
     counts = [max(4, round(n_devices * s / sum(shares))) for s in shares]
     devices = []
-    for k, (model, count) in enumerate(zip(types, counts)):
-        devices.append({"id": model.lower().split("-")[0], "model": model, "count": count, "domain": f"rack{1 + k % 2}"})
+    for k, (model, count) in enumerate(zip(types, counts, strict=True)):
+        devices.append(
+            {"id": model.lower().split("-")[0], "model": model, "count": count, "domain": f"rack{1 + k % 2}"}
+        )
     entries = {m: catalog_entry(m) for m in types}
     top = {m: max(lv["speed"] for lv in entries[m]["power_levels"]) for m in types}
     peak_w = {m: max(lv["cap_w"] for lv in entries[m]["power_levels"]) for m in types}
@@ -84,11 +90,21 @@ def generate(seed: int, size: str = "small") -> dict[str, Any]:
     share = rng.uniform(0.60, 0.85)
     budget = round(idle + (peak - idle) * share)
     windows = [
-        {"from_hours": 0.0, "to_hours": round(rng.uniform(1.0, 2.5), 2), "budget_w": round(idle + (peak - idle) * share * rng.uniform(0.6, 0.8))}
+        {
+            "from_hours": 0.0,
+            "to_hours": round(rng.uniform(1.0, 2.5), 2),
+            "budget_w": round(idle + (peak - idle) * share * rng.uniform(0.6, 0.8)),
+        }
     ]
     if rng.random() < 0.5:
         a = round(rng.uniform(4.0, 5.5), 2)
-        windows.append({"from_hours": a, "to_hours": round(a + rng.uniform(1.5, 3.0), 2), "budget_w": round(idle + (peak - idle) * min(1.0, share * 1.2))})
+        windows.append(
+            {
+                "from_hours": a,
+                "to_hours": round(a + rng.uniform(1.5, 3.0), 2),
+                "budget_w": round(idle + (peak - idle) * min(1.0, share * 1.2)),
+            }
+        )
     return {
         "name": f"{size}-{seed}",
         "devices": devices,
@@ -120,9 +136,19 @@ def _chain(rng: random.Random, k: int, types, hours: float, room: int) -> list[d
 
 def _job(rng: random.Random, name: str, kind: str, types, release: float) -> dict[str, Any]:
     if kind == "train":
-        work, p, most, memory = rng.uniform(8, 30), rng.uniform(0.95, 0.995), rng.choice([4, 8, 8, 16]), rng.choice([None, 40, 60])
+        work, p, most, memory = (
+            rng.uniform(8, 30),
+            rng.uniform(0.95, 0.995),
+            rng.choice([4, 8, 8, 16]),
+            rng.choice([None, 40, 60]),
+        )
     elif kind == "finetune":
-        work, p, most, memory = rng.uniform(2, 8), rng.uniform(0.85, 0.97), rng.choice([2, 4, 4]), rng.choice([None, None, 24, 40])
+        work, p, most, memory = (
+            rng.uniform(2, 8),
+            rng.uniform(0.85, 0.97),
+            rng.choice([2, 4, 4]),
+            rng.choice([None, None, 24, 40]),
+        )
     else:
         work, p, most, memory = rng.uniform(0.2, 2.0), rng.uniform(0.5, 0.95), rng.choice([1, 1, 2]), None
     job: dict[str, Any] = {
@@ -151,7 +177,8 @@ def _release(rng: random.Random, hours: float) -> float:
 
 
 def _set_deadlines(rng: random.Random, jobs, devices, top, hours: float) -> None:
-    """Deadlines a lone job could meet with room: release (or its chain's) + 1.5-4 x its fastest run, within the night."""
+    """Deadlines a lone job could meet with room: release (or its chain's) + 1.5-4 x its fastest run, within the
+    night."""
     fastest = max(top.values())
     ready: dict[str, float] = {}
     for j in jobs:
@@ -194,7 +221,7 @@ def lower_bounds(queue: dict[str, Any] | NightQueue) -> tuple[float, float]:
     total = sum(j.work_hours for j in q.jobs)
     makespan = max(max(finish.values()), total / rate)
     weights = [PRIORITY_WEIGHT[j.priority] * j.weight for j in q.jobs]
-    chain = sum(w * finish[j.id] for w, j in zip(weights, q.jobs))
+    chain = sum(w * finish[j.id] for w, j in zip(weights, q.jobs, strict=True))
     smith, clock = 0.0, 0.0
     for j in sorted(range(len(q.jobs)), key=lambda j: -weights[j] / q.jobs[j].work_hours):
         clock += q.jobs[j].work_hours / rate

@@ -65,7 +65,11 @@ def run_optsched(workload, time_limit: float) -> Run:
     seconds = time.perf_counter() - start
     first = next((t for t, best, _ in events if best is not None), None)
     proven = next(
-        (t for t, best, bound in events if best is not None and bound is not None and abs(bound - best) <= TARGET_GAP * abs(best)),
+        (
+            t
+            for t, best, bound in events
+            if best is not None and bound is not None and abs(bound - best) <= TARGET_GAP * abs(best)
+        ),
         None,
     )
     return Run(
@@ -163,9 +167,13 @@ def size_table(size: str, instances: list[Instance]) -> list[str]:
     lines.append("| share of LP bound | " + " | ".join(share) + " |")
     row("wall time s", lambda r: r.seconds, ".3f")
     row("power kW", lambda r: r.power_w / 1000, ".1f")
-    lines.append("| hard deadlines met | " + " | ".join(", ".join(i.runs[n].hard_met for i in instances) for n in names) + " |")
+    lines.append(
+        "| hard deadlines met | " + " | ".join(", ".join(i.runs[n].hard_met for i in instances) for n in names) + " |"
+    )
     lines.append("| status | " + " | ".join(", ".join(i.runs[n].status for i in instances) for n in names) + " |")
-    lines.append("| verifier violations | " + " | ".join(str(sum(i.runs[n].violations for i in instances)) for n in names) + " |")
+    lines.append(
+        "| verifier violations | " + " | ".join(str(sum(i.runs[n].violations for i in instances)) for n in names) + " |"
+    )
     o = [i.runs["optsched"] for i in instances]
     lines += [
         "",
@@ -182,14 +190,25 @@ def size_table(size: str, instances: list[Instance]) -> list[str]:
 def targets(results: dict[str, list[Instance]]) -> list[str]:
     lines = ["## Targets", "", "| target | measured | met |", "|---|---|---|"]
     losses = [
-        (i.size, i.seed, n) for insts in results.values() for i in insts for n, r in i.runs.items()
-        if n != "optsched" and r.status != "infeasible" and r.weighted_speedup > i.runs["optsched"].weighted_speedup * (1 + 1e-9)
+        (i.size, i.seed, n)
+        for insts in results.values()
+        for i in insts
+        for n, r in i.runs.items()
+        if n != "optsched"
+        and r.status != "infeasible"
+        and r.weighted_speedup > i.runs["optsched"].weighted_speedup * (1 + 1e-9)
     ]
-    lines.append(f"| optsched >= every baseline on every instance | {len(losses)} losses {losses} | {'yes' if not losses else 'NO'} |")
+    lines.append(
+        f"| optsched >= every baseline on every instance | {len(losses)} losses {losses} | "
+        f"{'yes' if not losses else 'NO'} |"
+    )
     for size in ("S", "M"):
         if size in results:
             worst = min(i.runs["optsched"].weighted_speedup / i.lp_bound for i in results[size] if i.lp_bound)
-            lines.append(f"| within 1 % of the LP bound on {size} | worst share {worst:.4f} | {'yes' if worst >= 0.99 else 'NO'} |")
+            lines.append(
+                f"| within 1 % of the LP bound on {size} | worst share {worst:.4f} | "
+                f"{'yes' if worst >= 0.99 else 'NO'} |"
+            )
     checks = {
         "S": ("median <= 0.05 s, proven optimal", 0.05),
         "M": ("1 % proven gap in <= 2 s (median)", 2.0),
@@ -204,7 +223,9 @@ def targets(results: dict[str, list[Instance]]) -> list[str]:
         ok = wall <= limit and all(r.violations == 0 for r in runs)
         if size in ("S", "M", "L"):
             ok = ok and all(r.status == "optimal" for r in runs)
-        lines.append(f"| {size}: {label} | median {wall:.3f} s, statuses {[r.status for r in runs]} | {'yes' if ok else 'NO'} |")
+        lines.append(
+            f"| {size}: {label} | median {wall:.3f} s, statuses {[r.status for r in runs]} | {'yes' if ok else 'NO'} |"
+        )
     return lines + [""]
 
 
@@ -228,12 +249,21 @@ def gap_tradeoff(results: dict[str, list[Instance]], gaps=(1e-4, 1e-3, 1e-2)) ->
                 if inst.lp_bound:
                     shares.append(plan.weighted_speedup / inst.lp_bound)
             if runs:
-                lines.append(f"| {size} | {gap:g} | {_spread(runs, '.3f')} | {', '.join(statuses)} | {_spread(shares, '.4f')} |")
+                lines.append(
+                    f"| {size} | {gap:g} | {_spread(runs, '.3f')} | {', '.join(statuses)} | {_spread(shares, '.4f')} |"
+                )
     return lines + [""]
 
 
 def header(args) -> list[str]:
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("model name")), platform.processor())
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        platform.processor(),
+    )
     import os
 
     return [
@@ -263,8 +293,11 @@ def main(argv=None) -> None:
             inst = bench_instance(size, seed)
             results.setdefault(size, []).append(inst)
             o = inst.runs["optsched"]
-            print(f"{size} seed {seed}: optsched {o.status} {o.weighted_speedup:.1f} in {o.seconds:.2f} s; "
-                  + ", ".join(f"{n} {r.weighted_speedup:.1f}" for n, r in inst.runs.items() if n != "optsched"), flush=True)
+            print(
+                f"{size} seed {seed}: optsched {o.status} {o.weighted_speedup:.1f} in {o.seconds:.2f} s; "
+                + ", ".join(f"{n} {r.weighted_speedup:.1f}" for n, r in inst.runs.items() if n != "optsched"),
+                flush=True,
+            )
     anatomy_size = "M" if "M" in results else sizes[0]
     cost = anatomy(anatomy_size)
     overhead = cost["plan(): build"] + cost["plan(): handoff"] + cost["plan(): extract"] + cost["validate"]

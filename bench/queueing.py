@@ -50,7 +50,15 @@ def grid_study(discipline: str, load: float, scv: float, n: int) -> dict:
         }
         for i, priority in enumerate(PRIORITIES[n])
     ]
-    devices = [{"id": "pool", "model": "ref", "count": SERVERS, "idle_w": 10.0, "power_levels": [{"cap_w": 100.0, "speed": 1.0}]}]
+    devices = [
+        {
+            "id": "pool",
+            "model": "ref",
+            "count": SERVERS,
+            "idle_w": 10.0,
+            "power_levels": [{"cap_w": 100.0, "speed": 1.0}],
+        }
+    ]
     return {"name": f"{discipline}-{load}-{scv}-{n}", "discipline": discipline, "devices": devices, "classes": classes}
 
 
@@ -61,7 +69,7 @@ def run_cell(args: tuple[str, float, float, int, int, int]) -> dict:
     exact = analyze(doc)
     sim = analyze(doc, method="simulation", seed=0, replications=replications, jobs_per_replication=jobs)
     classes = []
-    for a, s in zip(exact.classes, sim.classes):
+    for a, s in zip(exact.classes, sim.classes, strict=True):
         error = (a.mean_response_hours - s.mean_response_hours) / s.mean_response_hours
         classes.append(
             {
@@ -84,7 +92,8 @@ def cell_row(cell: dict) -> str:
     errors = " / ".join(f"{k['error']:+.1%}" + ("*" if k["significant"] else "") for k in cell["classes"])
     return (
         f"| {cell['load']:g} | {cell['scv']:g} | {cell['n']} | {'exact' if exact else 'approx.'} | {errors} | "
-        f"{abs(worst['error']):.1%} ({worst['name']}) | {worst['analytic']:.3f} | {worst['sim']:.3f} ± {worst['hw']:.3f} |"
+        f"{abs(worst['error']):.1%} ({worst['name']}) | {worst['analytic']:.3f} | {worst['sim']:.3f} ± "
+        f"{worst['hw']:.3f} |"
     )
 
 
@@ -101,7 +110,10 @@ def energy_rows(study_path: Path, scale: float) -> tuple[list[str], dict]:
     for level in s.levels:
         uniform = evaluate(s, [level] * n)
         if not uniform.stable:
-            rows.append(f"| {scale:g} | {level:g} W for all | unstable (load {uniform.load:.2f} >= {s.servers}) | - | - | - | - |")
+            rows.append(
+                f"| {scale:g} | {level:g} W for all | unstable (load {uniform.load:.2f} >= {s.servers}) | "
+                "- | - | - | - |"
+            )
             continue
         t_u = high_priority_response(uniform)
         candidates = [e for e in stable if high_priority_response(e) <= t_u * (1 + 1e-12)]
@@ -167,8 +179,10 @@ def main(argv=None) -> int:
         worst_class = max(worst_cell["classes"], key=lambda k: abs(k["error"]))
         summary.append(
             f"| {discipline} | {len(chosen)} ({len(approx_cells)} approx.) | {statistics.median(worst_of_cell):.1%} | "
-            f"{statistics.median(approx_worst) if approx_worst else float('nan'):.1%} | {statistics.median(all_errors):.1%} | "
-            f"{max(worst_of_cell):.1%}: {worst_cell['discipline']}, load {worst_cell['load']:g}, scv {worst_cell['scv']:g}, "
+            f"{statistics.median(approx_worst) if approx_worst else float('nan'):.1%} | "
+            f"{statistics.median(all_errors):.1%} | "
+            f"{max(worst_of_cell):.1%}: {worst_cell['discipline']}, load {worst_cell['load']:g}, scv "
+            f"{worst_cell['scv']:g}, "
             f"{worst_cell['n']} classes, {worst_class['name']} {worst_class['analytic']:.3f} h vs "
             f"{worst_class['sim']:.3f} ± {worst_class['hw']:.3f} h | {significant}/{len(all_errors)} |"
         )
@@ -201,21 +215,36 @@ def main(argv=None) -> int:
         "# Queueing benchmark (bench/queueing.py)",
         "",
         f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
-        (f"- machine: {os.cpu_count()} cores, {platform.system()}, Python {platform.python_version()}, ciw {version('ciw')}; "
-        f"{args.workers} worker processes; grid {grid_seconds:.0f} s, total {total_seconds:.0f} s"),
+        (
+            f"- machine: {os.cpu_count()} cores, {platform.system()}, Python {platform.python_version()}, ciw "
+            f"{version('ciw')}; "
+            f"{args.workers} worker processes; grid {grid_seconds:.0f} s, total {total_seconds:.0f} s"
+        ),
         f"- command: `.venv/bin/python -m bench.queueing --jobs {args.jobs} --replications {args.replications}`",
-        (f"- grid: {SERVERS} servers; load (offered load / servers) x service scv x classes x discipline; class i has "
-        f"service mean {', '.join(f'{m:g}' for m in MEANS)} h (i = 0 is served first) and an equal share of the load; "
-        "all classes of a cell share the scv"),
-        (f"- simulation: ciw, {args.replications} replications of {args.jobs:,} expected arrivals, first 20 % deleted "
-        "as warm-up, gamma service, preemptive-resume; 95 % Student t intervals; seed 0"),
-        ("- error: (analytic - simulated) / simulated mean response, per class in priority order; `*` marks an error "
-        "larger than the simulation's 95 % half-width (a real difference rather than noise). Cells whose classes all "
-        "have closed forms (scv 1 does not suffice here: the means differ) are marked exact."),
+        (
+            f"- grid: {SERVERS} servers; load (offered load / servers) x service scv x classes x "
+            "discipline; class i has "
+            f"service mean {', '.join(f'{m:g}' for m in MEANS)} h (i = 0 is served first) and an equal "
+            "share of the load; "
+            "all classes of a cell share the scv"
+        ),
+        (
+            f"- simulation: ciw, {args.replications} replications of {args.jobs:,} expected arrivals, "
+            "first 20 % deleted "
+            "as warm-up, gamma service, preemptive-resume; 95 % Student t intervals; seed 0"
+        ),
+        (
+            "- error: (analytic - simulated) / simulated mean response, per class in priority order; `*` "
+            "marks an error "
+            "larger than the simulation's 95 % half-width (a real difference rather than noise). Cells "
+            "whose classes all "
+            "have closed forms (scv 1 does not suffice here: the means differ) are marked exact."
+        ),
         "",
         "## Headline: approximation error against simulation",
         "",
-        "| discipline | cells | median cell (worst class) | median approx. cell | median class | worst cell | errors beyond the CI |",
+        "| discipline | cells | median cell (worst class) | median approx. cell | median class | worst cell | errors "
+        "beyond the CI |",
         "|---|---:|---:|---:|---:|---|---:|",
         *summary,
         "",
@@ -232,11 +261,15 @@ def main(argv=None) -> int:
     lines += [
         "## Energy: per-priority caps against one cap for all (season study)",
         "",
-        (f"Study `{SEASON}` (16 A100-SXM, 2 per job, {comparison['n']} classes, preemptive), its arrival rates scaled "
-        "by the factor in the first column. For each cap given to every class, the least mean power that per-class "
-        "caps reach with a high-priority mean response at least as good (analytic, all 64 combinations):"),
+        (
+            f"Study `{SEASON}` (16 A100-SXM, 2 per job, {comparison['n']} classes, preemptive), its "
+            "arrival rates scaled "
+            "by the factor in the first column. For each cap given to every class, the least mean power that per-class "
+            "caps reach with a high-priority mean response at least as good (analytic, all 64 combinations):"
+        ),
         "",
-        "| arrival scale | one cap | mean power, high-priority response | per-class caps (high/normal/low) | mean power, high-priority response | energy saved | MWh saved per year |",
+        "| arrival scale | one cap | mean power, high-priority response | per-class caps (high/normal/low) | mean "
+        "power, high-priority response | energy saved | MWh saved per year |",
         "|---:|---|---:|---|---:|---:|---:|",
         *energy,
         "",
@@ -249,11 +282,14 @@ def main(argv=None) -> int:
         ]
     if uniform is not None:
         lines += [
-            (f"With the study's targets ({targets}): the least-power single cap that meets them is "
-            f"{caps_text(uniform)} W, {uniform.mean_power_w:,.0f} W mean (analytic); the study's per-class choice "
-            f"{caps_text(chosen)} W draws {chosen.mean_power_w:,.0f} W: **{saving:.1%} less energy**. Simulated "
-            f"(ciw, same settings as the grid): {sim_uniform.mean_power_w:,.0f} W, high-priority response {hi(sim_uniform)} "
-            f"against {sim_chosen.mean_power_w:,.0f} W, {hi(sim_chosen)}: {sim_saving:.1%} less."),
+            (
+                f"With the study's targets ({targets}): the least-power single cap that meets them is "
+                f"{caps_text(uniform)} W, {uniform.mean_power_w:,.0f} W mean (analytic); the study's per-class choice "
+                f"{caps_text(chosen)} W draws {chosen.mean_power_w:,.0f} W: **{saving:.1%} less energy**. Simulated "
+                f"(ciw, same settings as the grid): {sim_uniform.mean_power_w:,.0f} W, high-priority response "
+                f"{hi(sim_uniform)} "
+                f"against {sim_chosen.mean_power_w:,.0f} W, {hi(sim_chosen)}: {sim_saving:.1%} less."
+            ),
             "",
         ]
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -165,7 +165,8 @@ def section_fuzz(examples: int = 300, stateful: int = 150) -> dict[str, Any]:
         "no_negative_cases_possible": unsatisfiable,
         "statuses": {str(k): v for k, v in sorted(statuses.items())},
         "stateful_statuses": {str(k): v for k, v in sorted(steps.items())},
-        "server_errors_5xx": sum(v for k, v in statuses.items() if k >= 500) + sum(v for k, v in steps.items() if k >= 500),
+        "server_errors_5xx": sum(v for k, v in statuses.items() if k >= 500)
+        + sum(v for k, v in steps.items() if k >= 500),
         "check_failures": len(failures),
         "failure_examples": failures[:10],
         "plans_submitted_by_the_fuzzer": dict(plans),
@@ -280,7 +281,9 @@ def section_limits(repeats: int = 3) -> dict[str, Any]:
             # body size: 11 MiB against the default 10 MiB
             body = json.dumps({**tiny, "name": "x" * (11 * 2**20)})
             started = time.perf_counter()
-            response = requests.post(f"{base}/v1/plans", data=body, headers={"Content-Type": "application/json"}, timeout=60)
+            response = requests.post(
+                f"{base}/v1/plans", data=body, headers={"Content-Type": "application/json"}, timeout=60
+            )
             out["body_11_mib"] = {"status": response.status_code, "ms": round((time.perf_counter() - started) * 1e3, 1)}
             # model size: 5,001 jobs x 100 groups x 4 levels = 2,000,400 variables > 2,000,000
             big = {
@@ -296,12 +299,16 @@ def section_limits(repeats: int = 3) -> dict[str, Any]:
             out["variables_2000400"] = {
                 "status": response.status_code,
                 "ms": round((time.perf_counter() - started) * 1e3, 1),
-                "message": response.json()["errors"][0]["message"] if response.status_code == 422 else response.text[:200],
+                "message": response.json()["errors"][0]["message"]
+                if response.status_code == 422
+                else response.text[:200],
             }
             # document shape: 4,000,000 wrong items (8 MB), rejected at once; and what validating them costs
             flood = json.dumps({**tiny, "jobs": [1] * 4_000_000}, separators=(",", ":"))
             started = time.perf_counter()
-            response = requests.post(f"{base}/v1/plans", data=flood, headers={"Content-Type": "application/json"}, timeout=120)
+            response = requests.post(
+                f"{base}/v1/plans", data=flood, headers={"Content-Type": "application/json"}, timeout=120
+            )
             elapsed = time.perf_counter() - started
             healthz = _time_get(f"{base}/healthz")
             out["flood_4m_items"] = {
@@ -326,8 +333,11 @@ def section_limits(repeats: int = 3) -> dict[str, Any]:
                 response = requests.post(f"{base}/v1/plans", json=hard, headers={"Prefer": "respond-async"}, timeout=30)
                 final = _poll(base + response.headers["Location"])
                 runs.append((final["status"], _seconds(final)))
-            out["time_limit_2s_real_highs"] = {"statuses": [s for s, _ in runs], "solve_s": [round(t, 2) for _, t in runs],
-                                               "grace_s": 1.0}
+            out["time_limit_2s_real_highs"] = {
+                "statuses": [s for s, _ in runs],
+                "solve_s": [round(t, 2) for _, t in runs],
+                "grace_s": 1.0,
+            }
         # queue bound: 40 concurrent POSTs, queue of 16, no workers
         app = create_app({"DATABASE_URL": f"sqlite:///{folder}/queue.db", "START_WORKERS": False, "QUEUE_SIZE": 16,
                           "SYNC_WAIT_S": 0, "API_TOKEN": None})
@@ -362,8 +372,11 @@ def section_limits(repeats: int = 3) -> dict[str, Any]:
             final = _poll_client(client, response.headers["Location"])
             runs.append((final["status"], _seconds(final)))
         shutdown(app)
-        out["time_limit_2s_highs_ignoring_it"] = {"statuses": [s for s, _ in runs], "solve_s": [round(t, 2) for _, t in runs],
-                                                  "grace_s": 1.0}
+        out["time_limit_2s_highs_ignoring_it"] = {
+            "statuses": [s for s, _ in runs],
+            "solve_s": [round(t, 2) for _, t in runs],
+            "grace_s": 1.0,
+        }
     return out
 
 
@@ -374,7 +387,9 @@ def _time_get(url: str) -> float:
 
 
 def _seconds(resource: dict) -> float:
-    return (datetime.fromisoformat(resource["finished_at"]) - datetime.fromisoformat(resource["started_at"])).total_seconds()
+    return (
+        datetime.fromisoformat(resource["finished_at"]) - datetime.fromisoformat(resource["started_at"])
+    ).total_seconds()
 
 
 def _poll(url: str, timeout_s: float = 120) -> dict:
@@ -468,7 +483,10 @@ def _memory_run(solves: int, max_solves_per_worker: int) -> dict[str, Any]:
     timeline: list[tuple[int, float]] = []
     statuses: Counter = Counter()
     started = time.monotonic()
-    with tempfile.TemporaryDirectory() as folder, _server(Path(folder), "memory", workers=1, threads=8, env=env) as server:
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        _server(Path(folder), "memory", workers=1, threads=8, env=env) as server,
+    ):
         base = server.start()
         http_pid = server.pids()["http"][0]
         http_before = rss_mb(http_pid)
@@ -520,11 +538,12 @@ def section_access(ids: int = 10_000) -> dict[str, Any]:
         app = create_app({"DATABASE_URL": f"sqlite:///{folder}/a.db", "START_WORKERS": False, "API_TOKEN": TOKEN,
                           "QUEUE_SIZE": ids + 10, "SYNC_WAIT_S": 0})
         client = app.test_client()
-        plan_id = client.post("/v1/plans", json=tiny, headers=GOOD | {"Authorization": f"Bearer {TOKEN}"}).get_json()["id"]
+        authorized = GOOD | {"Authorization": f"Bearer {TOKEN}"}
+        plan_id = client.post("/v1/plans", json=tiny, headers=authorized).get_json()["id"]
         routes = protected_routes(app)
         answers: Counter = Counter()
         leaks = 0
-        for method, rule, endpoint in routes:
+        for method, _, endpoint in routes:
             for headers in WRONG.values():
                 response = client.open(url_for_rule(app, endpoint, plan_id), method=method, headers=headers, json=tiny)
                 answers[response.status_code] += 1
@@ -612,8 +631,8 @@ def render(results: dict[str, Any]) -> str:
         "Seven promises, each with the test in `make test` that fails if it is broken (bounded for CI) and the "
         "figure from a larger run here. Every section was produced by `bench/reliability.py` (the raw figures are "
         "in `bench/results/reliability.json`) on a 2-core machine shared with other jobs; the command, the date and "
-        "the 1-minute load average at its start are given with each. docs/reliability.md says which test proves "
-        "which promise.",
+        "the 1-minute load average at its start are given with each. docs/reliability.md says which test "
+        "proves which promise.",
         "",
     ]
     for title, name, body in _SECTIONS_MD:
@@ -628,7 +647,8 @@ def render(results: dict[str, Any]) -> str:
         else:
             lines += body(figures)
         lines += [
-            f"`{entry['command']}` - {entry['date']}, {entry['seconds']:g} s, load average {entry['load_average_at_start']}"
+            f"`{entry['command']}` - {entry['date']}, {entry['seconds']:g} s, load average "
+            f"{entry['load_average_at_start']}"
             f" at the start; {entry['machine']}.",
             "",
         ]
@@ -651,12 +671,18 @@ def _md_fuzz(f: dict[str, Any]) -> list[str]:
         "",
         *_table(
             [
-                ("requests sent", f"{f['requests']:,} ({f['stateless_requests']:,} stateless, {f['stateful_requests']:,} stateful)"),
+                (
+                    "requests sent",
+                    f"{f['requests']:,} ({f['stateless_requests']:,} stateless, {f['stateful_requests']:,} stateful)",
+                ),
                 ("status codes", ", ".join(f"{k}: {v:,}" for k, v in f["statuses"].items())),
                 ("5xx", f["server_errors_5xx"]),
                 ("check failures", f["check_failures"]),
                 ("tracebacks in the server log", f["tracebacks_in_server_log"]),
-                ("plans the fuzzer submitted, by final status", ", ".join(f"{k}: {v}" for k, v in f["plans_submitted_by_the_fuzzer"].items())),
+                (
+                    "plans the fuzzer submitted, by final status",
+                    ", ".join(f"{k}: {v}" for k, v in f["plans_submitted_by_the_fuzzer"].items()),
+                ),
             ],
             ("figure", "value"),
         ),
@@ -704,19 +730,37 @@ def _md_limits(f: dict[str, Any]) -> list[str]:
     return _table(
         [
             ("body of 11 MiB (limit 10 MiB)", f"{f['body_11_mib']['status']} in {f['body_11_mib']['ms']} ms"),
-            ("5,001 jobs x 100 groups x 4 levels = 2,000,400 variables (limit 2,000,000)",
-             f"{f['variables_2000400']['status']} in {f['variables_2000400']['ms']} ms: \"{f['variables_2000400']['message']}\""),
-            (f"4,000,000 wrong items in `jobs` ({flood['body_mb']} MB)",
-             f"{flood['status']} in {flood['ms']} ms listing {flood['errors_listed']} problem; /healthz right after: {flood['healthz_ms_right_after']} ms"),
-            ("1,000,000 wrong items validated by pydantic alone, no guard (in process; 14 s before problems were capped at 100)",
-             f"{f['validating_1m_wrong_items_without_the_guard_s']} s, {f['errors_listed_for_1m_wrong_items']} entries listed"),
-            ("40 concurrent POSTs, queue bound 16, no solver running",
-             f"{f['queue_16_40_concurrent']['statuses']}, Retry-After {', '.join(f['queue_16_40_concurrent']['retry_after'])} s, "
-             f"{f['queue_16_40_concurrent']['stored']} stored"),
-            (f"hard workload (size T, gap 0) given 2 s, real server, grace {real['grace_s']:g} s",
-             f"{', '.join(real['statuses'])}; solve {', '.join(f'{s:g}' for s in real['solve_s'])} s"),
-            (f"the same with HiGHS told 200 s (ignores the 2 s), grace {ignored['grace_s']:g} s",
-             f"{', '.join(ignored['statuses'])}; killed after {', '.join(f'{s:g}' for s in ignored['solve_s'])} s"),
+            (
+                "5,001 jobs x 100 groups x 4 levels = 2,000,400 variables (limit 2,000,000)",
+                f'{f["variables_2000400"]["status"]} in {f["variables_2000400"]["ms"]} ms: '
+                f'"{f["variables_2000400"]["message"]}"',
+            ),
+            (
+                f"4,000,000 wrong items in `jobs` ({flood['body_mb']} MB)",
+                f"{flood['status']} in {flood['ms']} ms listing {flood['errors_listed']} problem; "
+                "/healthz right after: "
+                f"{flood['healthz_ms_right_after']} ms",
+            ),
+            (
+                "1,000,000 wrong items validated by pydantic alone, no guard (in process; 14 s before problems "
+                "were capped at 100)",
+                f"{f['validating_1m_wrong_items_without_the_guard_s']} s, "
+                f"{f['errors_listed_for_1m_wrong_items']} entries listed",
+            ),
+            (
+                "40 concurrent POSTs, queue bound 16, no solver running",
+                f"{f['queue_16_40_concurrent']['statuses']}, Retry-After "
+                f"{', '.join(f['queue_16_40_concurrent']['retry_after'])} s, "
+                f"{f['queue_16_40_concurrent']['stored']} stored",
+            ),
+            (
+                f"hard workload (size T, gap 0) given 2 s, real server, grace {real['grace_s']:g} s",
+                f"{', '.join(real['statuses'])}; solve {', '.join(f'{s:g}' for s in real['solve_s'])} s",
+            ),
+            (
+                f"the same with HiGHS told 200 s (ignores the 2 s), grace {ignored['grace_s']:g} s",
+                f"{', '.join(ignored['statuses'])}; killed after {', '.join(f'{s:g}' for s in ignored['solve_s'])} s",
+            ),
         ],
         ("limit", "what happened"),
     )
@@ -730,10 +774,19 @@ def _md_crash(f: dict[str, Any]) -> list[str]:
         *_table(
             [
                 ("kills (SIGKILL of gunicorn, HTTP worker and solver processes)", f["kills"]),
-                ("... of which inside a database write (failpoint at a random commit or INSERT/UPDATE)", f["kills_inside_database_writes"]),
-                ("... of which while a plan was solving", f"{f['kills_while_solving']} (at least; the others at random moments)"),
+                (
+                    "... of which inside a database write (failpoint at a random commit or INSERT/UPDATE)",
+                    f["kills_inside_database_writes"],
+                ),
+                (
+                    "... of which while a plan was solving",
+                    f"{f['kills_while_solving']} (at least; the others at random moments)",
+                ),
                 ("plans requeued at restarts", f["plans_requeued_at_restarts"]),
-                ("requests cut by a kill, then retried with their Idempotency-Key", f["requests_cut_by_kills_then_retried"]),
+                (
+                    "requests cut by a kill, then retried with their Idempotency-Key",
+                    f["requests_cut_by_kills_then_retried"],
+                ),
                 ("workloads accepted (201/202)", f["accepted"]),
                 ("accepted and final with a plan the verifier passes", f["final_with_verified_plan"]),
                 ("final statuses", ", ".join(f"{k}: {v}" for k, v in f["statuses"].items())),
@@ -764,19 +817,40 @@ def _md_load(f: dict[str, Any]) -> list[str]:
                 row("requests by kind", lambda r: ", ".join(f"{k} {v:,}" for k, v in r["requests_by_kind"].items())),
                 row("errors (anything but the expected answer)", lambda r: r["errors"]),
                 row("deliberate 503 (queue full; Retry-After honoured)", lambda r: r["deliberate_503"]),
-                row("small synchronous plans (answered 201 at once)", lambda r: f"{r['small_plans']} ({r['small_plans_201']})"),
-                row("... POST to finished plan, p50 / p99 / max ms",
-                    lambda r: f"{r['small_plan_p50_ms']} / {r['small_plan_p99_ms']} / {r['small_plan_max_ms']}"),
-                row("... in the queue (submitted -> started), p50 / p99 ms",
-                    lambda r: f"{r['small_plan_queue_p50_ms']} / {r['small_plan_queue_p99_ms']}"),
-                row("... solving (started -> finished), p50 / p99 ms",
-                    lambda r: f"{r['small_plan_solve_p50_ms']} / {r['small_plan_solve_p99_ms']}"),
-                row("/healthz probe every 100 ms: p50 / p99 / max ms",
-                    lambda r: f"{r['healthz_p50_ms']} / {r['healthz_p99_ms']} / {r['healthz_max_ms']} ({r['healthz_probes']})"),
-                row("... while every solver process was busy: p99 / max ms",
-                    lambda r: f"{r['healthz_all_busy_p99_ms']} / {r['healthz_all_busy_max_ms']} ({r['healthz_probes_all_workers_busy']} probes, "
-                    f"all busy {r['all_workers_busy_share']:.0%} of the time)"),
-                row("HTTP process RSS before -> after, MiB", lambda r: " -> ".join(str(v) for v in r["http_process_rss_mb"])),
+                row(
+                    "small synchronous plans (answered 201 at once)",
+                    lambda r: f"{r['small_plans']} ({r['small_plans_201']})",
+                ),
+                row(
+                    "... POST to finished plan, p50 / p99 / max ms",
+                    lambda r: f"{r['small_plan_p50_ms']} / {r['small_plan_p99_ms']} / {r['small_plan_max_ms']}",
+                ),
+                row(
+                    "... in the queue (submitted -> started), p50 / p99 ms",
+                    lambda r: f"{r['small_plan_queue_p50_ms']} / {r['small_plan_queue_p99_ms']}",
+                ),
+                row(
+                    "... solving (started -> finished), p50 / p99 ms",
+                    lambda r: f"{r['small_plan_solve_p50_ms']} / {r['small_plan_solve_p99_ms']}",
+                ),
+                row(
+                    "/healthz probe every 100 ms: p50 / p99 / max ms",
+                    lambda r: (
+                        f"{r['healthz_p50_ms']} / {r['healthz_p99_ms']} / {r['healthz_max_ms']} ({r['healthz_probes']})"
+                    ),
+                ),
+                row(
+                    "... while every solver process was busy: p99 / max ms",
+                    lambda r: (
+                        f"{r['healthz_all_busy_p99_ms']} / {r['healthz_all_busy_max_ms']} "
+                        f"({r['healthz_probes_all_workers_busy']} probes, "
+                        f"all busy {r['all_workers_busy_share']:.0%} of the time)"
+                    ),
+                ),
+                row(
+                    "HTTP process RSS before -> after, MiB",
+                    lambda r: " -> ".join(str(v) for v in r["http_process_rss_mb"]),
+                ),
             ],
             ("figure", *(f"{r.get('mix', 'full')} mix" for r in runs)),
         ),
@@ -791,7 +865,10 @@ def _md_load(f: dict[str, Any]) -> list[str]:
 
 def _md_memory(f: dict[str, Any]) -> list[str]:
     rows = []
-    for label, run in (("recycled every 50 solves (default)", f["with_recycling"]), ("never recycled", f["without_recycling"])):
+    for label, run in (
+        ("recycled every 50 solves (default)", f["with_recycling"]),
+        ("never recycled", f["without_recycling"]),
+    ):
         rows.append(
             (
                 label,
@@ -823,12 +900,25 @@ def _md_memory(f: dict[str, Any]) -> list[str]:
 def _md_access(f: dict[str, Any]) -> list[str]:
     return _table(
         [
-            ("protected routes (every route but the public ones, from url_map)", f"{len(f['protected_routes'])}: " + ", ".join(f"`{r}`" for r in f["protected_routes"])),
-            ("requests without a valid token (5 kinds: none, wrong, longer, Basic, no scheme)", f"{f['requests_without_a_valid_token']}: " + ", ".join(f"{k}: {v}" for k, v in f["answers"].items())),
+            (
+                "protected routes (every route but the public ones, from url_map)",
+                f"{len(f['protected_routes'])}: " + ", ".join(f"`{r}`" for r in f["protected_routes"]),
+            ),
+            (
+                "requests without a valid token (5 kinds: none, wrong, longer, Basic, no scheme)",
+                f"{f['requests_without_a_valid_token']}: " + ", ".join(f"{k}: {v}" for k, v in f["answers"].items()),
+            ),
             ("responses echoing the token", f["token_echoed"]),
             ("public routes", ", ".join(f"`{r}`" for r in f["public_routes"])),
-            ("ids", f"{f['ids']['created']:,} created, {f['ids']['distinct']:,} distinct, UUID versions {f['ids']['uuid_versions']}"),
-            ("file modes of a new database under umask 000", ", ".join(f"{k}: {v}" for k, v in f["sqlite_modes_umask_000"].items())),
+            (
+                "ids",
+                f"{f['ids']['created']:,} created, {f['ids']['distinct']:,} distinct, UUID versions "
+                f"{f['ids']['uuid_versions']}",
+            ),
+            (
+                "file modes of a new database under umask 000",
+                ", ".join(f"{k}: {v}" for k, v in f["sqlite_modes_umask_000"].items()),
+            ),
         ],
         ("figure", "value"),
     )
@@ -836,7 +926,11 @@ def _md_access(f: dict[str, Any]) -> list[str]:
 
 _SECTIONS_MD = (
     ("1a. Bad input never causes a 5xx: schemathesis", "fuzz", _md_fuzz),
-    ("1b. Bad input never causes a 5xx: mutated workloads through the Python API, the CLI and the REST API", "mutate", _md_mutate),
+    (
+        "1b. Bad input never causes a 5xx: mutated workloads through the Python API, the CLI and the REST API",
+        "mutate",
+        _md_mutate,
+    ),
     ("2. Every plan is feasible; no baseline beats an optimal plan", "feasible", _md_feasible),
     ("3. Limits hold", "limits", _md_limits),
     ("4. Nothing is lost under crashes", "crash", _md_crash),

@@ -156,9 +156,13 @@ def run(seeds: int, changes: int, time_limit_s: float) -> tuple[list[Row], dict[
                 row.cost = result.move_cost
                 row.fresh_cost = sum(costs.get(j, 0.0) for j in moved_jobs(current, fresh, result.workload))
             rows.append(row)
-            print(f"seed {seed} #{index} {kind:12s} {row.status:10s} moved {row.moved} vs {row.fresh_moved} "
-                  f"ratio {row.ratio if row.ratio is None else round(row.ratio, 4)} {seconds:.2f} s vs {fresh_seconds:.2f} s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"seed {seed} #{index} {kind:12s} {row.status:10s} moved {row.moved} vs {row.fresh_moved} "
+                f"ratio {row.ratio if row.ratio is None else round(row.ratio, 4)} {seconds:.2f} s vs "
+                f"{fresh_seconds:.2f} s",
+                file=sys.stderr,
+                flush=True,
+            )
     return rows, base_seconds
 
 
@@ -171,7 +175,9 @@ def _median(values):
     return statistics.median(values) if values else float("nan")
 
 
-def report(rows: list[Row], base_seconds: dict[int, float], argv: list[str], load_before, load_after, wall: float) -> str:
+def report(
+    rows: list[Row], base_seconds: dict[int, float], argv: list[str], load_before, load_after, wall: float
+) -> str:
     both = [r for r in rows if r.ratio is not None]
     timed = [r for r in rows if r.fresh_seconds > 0]
     lines = [
@@ -183,7 +189,7 @@ def report(rows: list[Row], base_seconds: dict[int, float], argv: list[str], loa
         f"highspy {version('highspy')}; load average (1, 5, 15 min) before {load_before}, after {load_after} "
         f"(shared with other jobs); whole run {wall:.0f} s.",
         "",
-        "Each workload is `generate(\"M\", seed)` (200 jobs, 16 device groups, 4 power levels, default options:",
+        'Each workload is `generate("M", seed)` (200 jobs, 16 device groups, 4 power levels, default options:',
         "`mip_gap` 0.01, `move_cost_hours` 0.25), planned once; every change is re-planned (`optsched.replan`) and",
         "planned afresh (`optsched.plan` on the changed workload); both plans pass the verifier. *Moved*: jobs running",
         "in the current plan, still in the workload, whose device groups or counts changed (stopped included).",
@@ -194,13 +200,16 @@ def report(rows: list[Row], base_seconds: dict[int, float], argv: list[str], loa
         "",
         "| | median | worst |",
         "|---|---|---|",
-        f"| running jobs moved: re-plan | {_median([r.moved for r in both]):g} | {max((r.moved for r in both), default=0)} |",
+        f"| running jobs moved: re-plan | {_median([r.moved for r in both]):g} | "
+        f"{max((r.moved for r in both), default=0)} |",
         f"| running jobs moved: fresh | {_median([r.fresh_moved for r in both]):g} | "
         f"{max((r.fresh_moved for r in both), default=0)} |",
         f"| moved, re-plan minus fresh | {_median([r.moved - r.fresh_moved for r in both]):g} | "
         f"{max((r.moved - r.fresh_moved for r in both), default=0):+d} |",
-        f"| objective, re-plan / fresh | {_median([r.ratio for r in both]):.4f} | {min((r.ratio for r in both), default=float('nan')):.4f} |",
-        f"| move cost (weighted speedup), re-plan | {_median([r.cost for r in both]):.2f} | {max((r.cost for r in both), default=0):.2f} |",
+        f"| objective, re-plan / fresh | {_median([r.ratio for r in both]):.4f} | "
+        f"{min((r.ratio for r in both), default=float('nan')):.4f} |",
+        f"| move cost (weighted speedup), re-plan | {_median([r.cost for r in both]):.2f} | "
+        f"{max((r.cost for r in both), default=0):.2f} |",
         f"| move cost (weighted speedup), fresh | {_median([r.fresh_cost for r in both]):.2f} | "
         f"{max((r.fresh_cost for r in both), default=0):.2f} |",
         f"| net objective (objective - move cost), re-plan / fresh | {_median([_net_ratio(r) for r in both]):.4f} | "
@@ -208,7 +217,8 @@ def report(rows: list[Row], base_seconds: dict[int, float], argv: list[str], loa
         f"| wall time, re-plan / fresh | {_median([r.seconds / r.fresh_seconds for r in timed]):.2f} | "
         f"{max(r.seconds / r.fresh_seconds for r in timed):.2f} |",
         f"| wall time, re-plan (s) | {_median([r.seconds for r in timed]):.2f} | {max(r.seconds for r in timed):.2f} |",
-        f"| wall time, fresh (s) | {_median([r.fresh_seconds for r in timed]):.2f} | {max(r.fresh_seconds for r in timed):.2f} |",
+        f"| wall time, fresh (s) | {_median([r.fresh_seconds for r in timed]):.2f} | "
+        f"{max(r.fresh_seconds for r in timed):.2f} |",
         "",
         f"Re-plan moved no more jobs than planning afresh in {sum(r.moved <= r.fresh_moved for r in both)} of "
         f"{len(both)} changes and kept at least 95 % of its objective in {sum(r.ratio >= 0.95 for r in both)} of "
@@ -216,7 +226,8 @@ def report(rows: list[Row], base_seconds: dict[int, float], argv: list[str], loa
         f"a busy-solver error (a solve the solve layer abandoned still held highspy's lock): {RETRIES['count']}.",
         "",
         *(
-            f"Seed {r.seed} #{r.index} ({r.change}): the re-plan moved {r.moved} jobs, planning afresh {r.fresh_moved}; "
+            f"Seed {r.seed} #{r.index} ({r.change}): the re-plan moved {r.moved} jobs, planning afresh "
+            f"{r.fresh_moved}; "
             f"the re-plan's moves cost {r.cost:.2f} and the fresh plan's {r.fresh_cost:.2f} (weighted speedup), so "
             f"its net objective is {_net_ratio(r):.4f} of the fresh plan's: the objective charges what moves cost, "
             "not how many there are."
@@ -233,7 +244,8 @@ def report(rows: list[Row], base_seconds: dict[int, float], argv: list[str], loa
         sub = [r for r in both if r.kind == kind]
         if sub:
             lines.append(
-                f"| {kind} | {len(sub)} | {_median([r.moved for r in sub]):g} | {_median([r.fresh_moved for r in sub]):g} | "
+                f"| {kind} | {len(sub)} | {_median([r.moved for r in sub]):g} | "
+                f"{_median([r.fresh_moved for r in sub]):g} | "
                 f"{_median([r.ratio for r in sub]):.4f} | {_median([r.seconds / r.fresh_seconds for r in sub]):.2f} |"
             )
     lines += [
@@ -248,7 +260,8 @@ def report(rows: list[Row], base_seconds: dict[int, float], argv: list[str], loa
         lines.append(
             f"| {r.seed} | {r.index} | {r.kind} | {r.change} | {r.status} | {'-' if r.moved is None else r.moved} | "
             f"{'-' if r.cost is None else f'{r.cost:.2f}'} | {r.fresh_status} | "
-            f"{'-' if r.fresh_moved is None else r.fresh_moved} | {'-' if r.fresh_cost is None else f'{r.fresh_cost:.2f}'} | "
+            f"{'-' if r.fresh_moved is None else r.fresh_moved} | "
+            f"{'-' if r.fresh_cost is None else f'{r.fresh_cost:.2f}'} | "
             f"{'-' if r.ratio is None else f'{r.ratio:.4f}'} | {r.seconds:.2f} | {r.fresh_seconds:.2f} |"
         )
     return "\n".join(lines) + "\n"

@@ -132,7 +132,7 @@ def measure(store: PlanStore, queue: SolveQueue, items: list[Item], label: str, 
     wall = (max(r.finished_at for r in done) - started).total_seconds()
     service: dict[str, list[float]] = {"small": [], "medium": []}
     solve: dict[str, list[float]] = {"small": [], "medium": []}
-    for item, record in zip(items, done):
+    for item, record in zip(items, done, strict=True):
         service[item.cls].append((record.finished_at - record.started_at).total_seconds())
         solve[item.cls].append(record.plan["solve_seconds"])
     waits = [(r.started_at - r.submitted_at).total_seconds() for r in done]

@@ -2,9 +2,6 @@
 
 import logging
 
-# A library logs; the application decides where it goes (no "last resort" output on stderr).
-logging.getLogger(__name__).addHandler(logging.NullHandler())
-
 from optsched.explain.frontier import Frontier, FrontierPoint, frontier
 from optsched.explain.planning import plan
 from optsched.explain.pyomo_model import pyomo_model
@@ -16,6 +13,9 @@ from optsched.schema.plan import Allocation, DeviceUse, Placement, Plan, Status
 from optsched.schema.workload import DeviceGroup, Job, Options, Power, PowerLevel, Priority, Workload
 from optsched.solve.options import SolveOptions
 from optsched.verify.placement import verify
+
+# A library logs; the application decides where it goes (no "last resort" output on stderr).
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
     "OBJECTIVES",

@@ -96,7 +96,7 @@ def gantt_png(plan: NightPlan) -> bytes:
 def _down_bars(ax, plan: NightPlan, row_of) -> None:
     """Dark cross-hatched bars where a device is down (from the events' `down` lists)."""
     end = max(plan.hours, plan.summary.makespan_hours)
-    for e, nxt in zip(plan.events, [*(x.at_hours for x in plan.events[1:]), end]):
+    for e, nxt in zip(plan.events, [*(x.at_hours for x in plan.events[1:]), end], strict=True):
         for device, indices in e.down.items():
             for i in indices:
                 if (device, i) in row_of and nxt > e.at_hours:

@@ -52,18 +52,21 @@ def _job_options(w: Workload, job) -> list[dict[str, Any]]:
         if n < job.min_devices or (job.max_devices is not None and n > job.max_devices):
             continue
         per_group: dict[str, int] = {}
-        for (g, _, _), c in zip(slots, counts):
+        for (g, _, _), c in zip(slots, counts, strict=True):
             per_group[g.id] = per_group.get(g.id, 0) + c
         if any(per_group[g.id] > g.count for g, _, _ in slots):
             continue
-        S = _speedup(job.parallel_fraction, [(c, s) for (_, _, s), c in zip(slots, counts)])
+        S = _speedup(job.parallel_fraction, [(c, s) for (_, _, s), c in zip(slots, counts, strict=True)])
         if job.deadline_hours is not None and job.work_hours / S > job.deadline_hours * (1 + _TOL):
             continue
         options.append(
             {
-                "alloc": {(g.id, cap): c for (g, cap, _), c in zip(slots, counts) if c},
+                "alloc": {(g.id, cap): c for (g, cap, _), c in zip(slots, counts, strict=True) if c},
                 "used": per_group,
-                "cap_w": {gid: sum(c * cap for (g, cap, _), c in zip(slots, counts) if g.id == gid) for gid in per_group},
+                "cap_w": {
+                    gid: sum(c * cap for (g, cap, _), c in zip(slots, counts, strict=True) if g.id == gid)
+                    for gid in per_group
+                },
                 "value": PRIORITY_WEIGHT[Priority(job.priority)] * job.weight * S,
             }
         )
@@ -127,7 +130,9 @@ def brute_force(workload: Any) -> tuple[float | None, Assignment]:
         better = best_value is None or (objective > best_value + 1e-12 if maximise else objective < best_value - 1e-12)
         if better:
             best_value = objective
-            best = {job.id: ({} if opt is None else dict(opt["alloc"])) for job, opt in zip(w.jobs, chosen)}
+            best = {
+                job.id: ({} if opt is None else dict(opt["alloc"])) for job, opt in zip(w.jobs, chosen, strict=True)
+            }
 
     def search(k: int, left: dict[str, int], chosen: list) -> None:
         if k == len(per_job):

@@ -3,4 +3,14 @@
 from optsched.baselines.night import NIGHT_BASELINES, easy, edf, fifo
 from optsched.baselines.placement import BASELINES, deadline_greedy, greedy, greedy_power, lp_round
 
-__all__ = ["BASELINES", "NIGHT_BASELINES", "deadline_greedy", "easy", "edf", "fifo", "greedy", "greedy_power", "lp_round"]
+__all__ = [
+    "BASELINES",
+    "NIGHT_BASELINES",
+    "deadline_greedy",
+    "easy",
+    "edf",
+    "fifo",
+    "greedy",
+    "greedy_power",
+    "lp_round",
+]

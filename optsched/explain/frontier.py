@@ -95,7 +95,9 @@ def _even_grid(low: float, high: float, n: int) -> list[float]:
 
 def _at_budget(workload: Workload, budget: float | None, settings: SolveOptions, previous: Plan | None) -> Plan:
     power = workload.power.model_copy(update={"budget_w": budget})
-    return plan(workload.model_copy(update={"power": power}), options=settings.replace(warm_start=_allocations(previous)))
+    return plan(
+        workload.model_copy(update={"power": power}), options=settings.replace(warm_start=_allocations(previous))
+    )
 
 
 def _allocations(previous: Plan | None):
@@ -124,7 +126,7 @@ def _refine(
         feasible = [p for p in points if p.status != Status.infeasible]
         if len(feasible) < 3:
             break
-        bends = [(_bend(a, b, c), i) for i, (a, b, c) in enumerate(zip(feasible, feasible[1:], feasible[2:]))]
+        bends = [(_bend(*feasible[i : i + 3]), i) for i in range(len(feasible) - 2)]
         _, i = max(bends)
         a, b, c = feasible[i], feasible[i + 1], feasible[i + 2]
         # Split the wider of the two intervals around the bend.

@@ -93,15 +93,20 @@ def _add_elastic_rows(b: Builder, data: ModelData, must: list[int], blocked: set
 def add_elastic_power_budgets(b: Builder, data: ModelData) -> None:
     """idle + sum (cap - idle) n - sigma_b <= budget_b,  0 <= sigma_b <= (peak_b - budget_b) y_b  (W)."""
     names = _budget_names(data)
-    peaks = {name: max(0.0, _scope_peak(data, domain) - limit) for (name, limit), (domain, _) in zip(names, budgets(data))}
+    peaks = {
+        name: max(0.0, _scope_peak(data, domain) - limit)
+        for (name, limit), (domain, _) in zip(names, budgets(data), strict=True)
+    }
     b.add_variables("sigma", [n for n, _ in names], [0.0] * len(names), [peaks[n] for n, _ in names], integer=False)
     b.add_variables("y", [n for n, _ in names], [0.0] * len(names), [1.0] * len(names), integer=True)
     rows = []
-    for (name, limit), (domain, _) in zip(names, budgets(data)):
+    for (name, limit), (domain, _) in zip(names, budgets(data), strict=True):
         idle, terms = power_terms(data, domain)
         rows.append((name, terms + [("sigma", name, -1.0)], -INF, limit - idle))
     b.add_rows("elastic_power_budget", rows)
-    b.add_rows("budget_raise_used", [(n, [("sigma", n, 1.0), ("y", n, -max(peaks[n], 1.0))], -INF, 0.0) for n, _ in names])
+    b.add_rows(
+        "budget_raise_used", [(n, [("sigma", n, 1.0), ("y", n, -max(peaks[n], 1.0))], -INF, 0.0) for n, _ in names]
+    )
 
 
 def _scope_peak(data: ModelData, domain: str | None) -> float:
@@ -111,7 +116,8 @@ def _scope_peak(data: ModelData, domain: str | None) -> float:
 
 
 def add_elastic_deadlines(b: Builder, data: ModelData, jobs: list[int]) -> None:
-    """R_j >= sum_o min(c_o, M_j) h_o - M_j z_j (0<p<1); R_j >= W/D (a_j - z_j) (p=1); s_host >= W/D (a_j - z_j) (p=0)."""
+    """R_j >= sum_o min(c_o, M_j) h_o - M_j z_j (0<p<1); R_j >= W/D (a_j - z_j) (p=1); s_host >= W/D (a_j - z_j)
+    (p=0)."""
     b.add_variables("z", jobs, [0.0] * len(jobs), [1.0] * len(jobs), integer=True)
     rows = []
     for j in jobs:
@@ -143,10 +149,18 @@ def _changes_terms(b: Builder, data: ModelData, must: list[int], blocked: set[in
 def add_deadline_shortfall(b: Builder, data: ModelData, jobs: list[int]) -> None:
     """delta_j >= (W/D) z_j - S_j, delta_j >= 0: how far short of the speedup its deadline needs a lifted job falls."""
     b.add_variables("delta", jobs, [0.0] * len(jobs), [INF] * len(jobs), integer=False)
-    b.add_rows("deadline_shortfall", [
-        (j, [("delta", j, 1.0), ("z", j, -data.jobs[j].work_hours / data.jobs[j].deadline_hours), ("S", j, 1.0)], 0.0, INF)
-        for j in jobs
-    ])
+    b.add_rows(
+        "deadline_shortfall",
+        [
+            (
+                j,
+                [("delta", j, 1.0), ("z", j, -data.jobs[j].work_hours / data.jobs[j].deadline_hours), ("S", j, 1.0)],
+                0.0,
+                INF,
+            )
+            for j in jobs
+        ],
+    )
 
 
 def _relative_size(data: ModelData, must: list[int], blocked: set[int]):
@@ -179,7 +193,7 @@ def _cap(b: Builder, objective, value: float) -> None:
 def _read_suggestions(b: Builder, data: ModelData, must, blocked, result) -> list[Suggestion]:
     counts = {k: int(round(v)) for k, v in b.values(result, "n", (o.key for o in data.options)).items()}
     out: list[Suggestion] = []
-    for (name, limit), (domain, _) in zip(_budget_names(data), budgets(data)):
+    for (name, limit), (domain, _) in zip(_budget_names(data), budgets(data), strict=True):
         raise_w = b.values(result, "sigma", [name])[name]
         if raise_w > 1e-6:
             needed = math.ceil(limit + raise_w - 1e-6)
@@ -199,19 +213,32 @@ def _read_suggestions(b: Builder, data: ModelData, must, blocked, result) -> lis
                                   f"workload ({data.workload.objective} admits every job)"))
             continue
         if not admitted:
-            out.append(Suggestion(kind="lower_priority", target=f"jobs[{j}].priority", current=job.priority.value,
-                                  needed="normal", message=f"job {job.id!r} cannot be placed with the others: lower its "
-                                  f"priority from {job.priority.value} to normal (it is then placed only where it fits)"))
+            out.append(
+                Suggestion(
+                    kind="lower_priority",
+                    target=f"jobs[{j}].priority",
+                    current=job.priority.value,
+                    needed="normal",
+                    message=f"job {job.id!r} cannot be placed with the others: lower its "
+                    f"priority from {job.priority.value} to normal (it is then placed only where it fits)",
+                )
+            )
             continue
         if job.deadline_hours is not None:
             runtime = job.work_hours / speeds[j]
             if runtime > job.deadline_hours * (1 + 1e-6):
                 # Rounded up to 0.01 h; within the deadline tolerance (1e-6 relative) an exact fit stays exact.
                 needed = math.ceil(runtime * 100 * (1 - 1e-7)) / 100
-                out.append(Suggestion(kind="extend_deadline", target=f"jobs[{j}].deadline_hours",
-                                      current=job.deadline_hours, needed=needed,
-                                      message=f"extend job {job.id!r}'s deadline by {needed - job.deadline_hours:.2f} h "
-                                      f"(to {needed:.2f} h)"))
+                out.append(
+                    Suggestion(
+                        kind="extend_deadline",
+                        target=f"jobs[{j}].deadline_hours",
+                        current=job.deadline_hours,
+                        needed=needed,
+                        message=f"extend job {job.id!r}'s deadline by {needed - job.deadline_hours:.2f} h "
+                        f"(to {needed:.2f} h)",
+                    )
+                )
     return out
 
 
@@ -239,7 +266,10 @@ def _unplaceable(data: ModelData, j: int) -> list[Suggestion]:
     if job.memory_gb is not None and not any((g.memory_gb or 0.0) >= job.memory_gb for g in allowed if g.memory_gb):
         known = [g.memory_gb for g in allowed if g.memory_gb is not None]
         if known:
-            message = f"job {job.id!r} cannot run at all: no device has {job.memory_gb:g} GB of memory (largest: {max(known):g} GB)"
+            message = (
+                f"job {job.id!r} cannot run at all: no device has {job.memory_gb:g} GB of memory "
+                f"(largest: {max(known):g} GB)"
+            )
         else:
             message = (f"job {job.id!r} cannot run at all: it needs {job.memory_gb:g} GB per device and no allowed "
                        "device states its memory; drop the requirement or give the devices memory_gb")

@@ -45,9 +45,9 @@ class ModelBuilder(ABC):
         terms: list[list[Term]] = [[] for _ in keys]
         for name, rows, positions, coefs in entries:
             block = names[name]
-            for r, k, c in zip(rows.tolist(), positions.tolist(), coefs.tolist()):
+            for r, k, c in zip(rows.tolist(), positions.tolist(), coefs.tolist(), strict=True):
                 terms[r].append((name, block[k], c))
-        self.add_rows(family, zip(keys, terms, np.asarray(lower).tolist(), np.asarray(upper).tolist()))
+        self.add_rows(family, zip(keys, terms, np.asarray(lower).tolist(), np.asarray(upper).tolist(), strict=True))
 
     @abstractmethod
     def block_keys(self, name: str) -> list[Hashable]:
@@ -65,7 +65,7 @@ class ModelBuilder(ABC):
         terms: list[Term] = []
         for name, positions, coefs in entries:
             block = self.block_keys(name)
-            terms.extend((name, block[k], c) for k, c in zip(positions.tolist(), coefs.tolist()))
+            terms.extend((name, block[k], c) for k, c in zip(positions.tolist(), coefs.tolist(), strict=True))
         return terms
 
     @abstractmethod

@@ -84,8 +84,12 @@ def add_admission(b: Builder, data: ModelData) -> None:
     least = np.array([float(job.min_devices) for job in data.jobs])
     most = np.array([float(data.max_devices(j)) for j in jobs.tolist()])
     zeros = np.zeros(len(jobs))
-    b.add_matrix_rows(Family.admission_min, jobs.tolist(), zeros, np.full(len(jobs), INF), [devices, ("a", jobs, jobs, -least)])
-    b.add_matrix_rows(Family.admission_max, jobs.tolist(), np.full(len(jobs), -INF), zeros, [devices, ("a", jobs, jobs, -most)])
+    b.add_matrix_rows(
+        Family.admission_min, jobs.tolist(), zeros, np.full(len(jobs), INF), [devices, ("a", jobs, jobs, -least)]
+    )
+    b.add_matrix_rows(
+        Family.admission_max, jobs.tolist(), np.full(len(jobs), -INF), zeros, [devices, ("a", jobs, jobs, -most)]
+    )
 
 
 def add_serial_host(b: Builder, data: ModelData) -> None:

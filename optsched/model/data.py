@@ -194,7 +194,13 @@ class ModelData:
         return tuple(
             Option(j, g, lv, s, c, i, (j, g, lv))
             for j, g, lv, s, c, i in zip(
-                jobs.tolist(), groups.tolist(), levels.tolist(), speeds.tolist(), caps.tolist(), idles.tolist()
+                jobs.tolist(),
+                groups.tolist(),
+                levels.tolist(),
+                speeds.tolist(),
+                caps.tolist(),
+                idles.tolist(),
+                strict=False,
             )
         )
 
@@ -246,7 +252,8 @@ class ModelData:
         return self._max_devices[j]
 
     def deadline_coefficient(self, o: Option) -> float | None:
-        """Least aggregate speed R that meets the deadline with host option o: p / (D/W - (1-p)/s); None = impossible."""
+        """Least aggregate speed R that meets the deadline with host option o: p / (D/W - (1-p)/s); None =
+        impossible."""
         job = self.jobs[o.job]
         if job.deadline_hours is None:
             return 0.0

@@ -172,7 +172,10 @@ def _free_then(view: View, free, uses, ends, at: float, held) -> list[int]:
 
 def _allowed(option: _Option, held) -> bool:
     """A start may not delay a reservation: it ends before it, or uses only devices the reservation leaves over."""
-    return all(option.end <= at + TIME_TOL_HOURS or all(u.count <= spare[u.group] for u in option.uses) for at, spare, _ in held)
+    return all(
+        option.end <= at + TIME_TOL_HOURS or all(u.count <= spare[u.group] for u in option.uses)
+        for at, spare, _ in held
+    )
 
 
 def _take(j: int, option: _Option, uses, ends, free, held) -> None:
@@ -292,7 +295,9 @@ def grow_elastic(view: View, uses: dict[int, Uses], ends: dict[int, float], free
         candidate = _Option(option, end)
         delta = tuple(Use(g, 0, n) for g, n in enumerate(extra) if n > 0)
         stalled = {s.job: s for s in view.stalled}
-        if not _allowed(_Option(delta, end), held) or not fits(view, option, end, uses, ends, without=i, stalled=stalled):
+        if not _allowed(_Option(delta, end), held) or not fits(
+            view, option, end, uses, ends, without=i, stalled=stalled
+        ):
             continue
         uses[i], ends[i] = candidate.uses, candidate.end
         for g, n in enumerate(extra):
@@ -374,7 +379,14 @@ def _deadline_key(view: View, j: int) -> tuple:
     fleet = view.fleet
     job = fleet.jobs[j]
     deadline = fleet.effective_deadline(j)
-    return (deadline is None, not job.is_hard, math.inf if deadline is None else deadline, -PRIORITY_WEIGHT[job.priority], -_wspt(view, j), j)
+    return (
+        deadline is None,
+        not job.is_hard,
+        math.inf if deadline is None else deadline,
+        -PRIORITY_WEIGHT[job.priority],
+        -_wspt(view, j),
+        j,
+    )
 
 
 def _wspt_key(view: View, j: int) -> tuple:

@@ -233,7 +233,9 @@ class _Run:
                 for i, j in enumerate(self.jobs)
                 if j.state == "stalled"
             ),
-            up=tuple(g.count - sum(1 for (h, _) in self.down if h == k) for k, g in enumerate(self.fleet.queue.devices)),
+            up=tuple(
+                g.count - sum(1 for (h, _) in self.down if h == k) for k, g in enumerate(self.fleet.queue.devices)
+            ),
         )
 
     def _finish_at(self, i: int) -> float:
@@ -413,7 +415,9 @@ class _Run:
         if job.restart_left <= 0.0 and self.t > job.run_from:
             every = self.fleet.checkpoint_hours(i)
             saved = job.run_from + every * math.floor((self.t - job.run_from) / every + 1e-9)
-            lost = sum(p.speedup * max(0.0, min(p.end, self.t) - max(p.start, saved)) for p in job.pieces if not p.restart)
+            lost = sum(
+                p.speedup * max(0.0, min(p.end, self.t) - max(p.start, saved)) for p in job.pieces if not p.restart
+            )
         if job.pieces:
             last = job.pieces[-1]
             job.pieces[-1] = _Piece(last.start, last.end, last.restart, last.held, last.speedup, last.work, lost)

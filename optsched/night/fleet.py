@@ -196,7 +196,8 @@ class Fleet:
         return available if job.max_devices is None else min(job.max_devices, available)
 
     def best_speedup(self, j: int, free: tuple[int, ...] | None = None) -> float:
-        """Largest S of job j on its fastest eligible devices (all, or only `free[g]` per group) at the fastest level."""
+        """Largest S of job j on its fastest eligible devices (all, or only `free[g]` per group) at the fastest
+        level."""
         return self._best_speedups[j] if free is None else self._best_speedup(j, free)
 
     def _best_speedup(self, j: int, free: tuple[int, ...] | None) -> float:

@@ -417,13 +417,19 @@ class MilpPolicy:
         due = math.isinf(waited) or remaining / best > (left - waited) * (1 + DEADLINE_SLACK)
         if on_free > 0 and remaining / on_free <= left * (1 + DEADLINE_SLACK):
             limit = left * (1 + DEADLINE_SLACK)
-            if job.is_hard and fleet.future_budgets(view.t) and min(b for b, _ in fleet.future_budgets(view.t)) < job.deadline_hours:
+            if (
+                job.is_hard
+                and fleet.future_budgets(view.t)
+                and min(b for b, _ in fleet.future_budgets(view.t)) < job.deadline_hours
+            ):
                 slack = left * (1 - WINDOW_SLACK)  # room against re-capping in a lower window still to come
                 if remaining / on_free <= slack:
                     limit = slack
             if not due and waits:
                 return None, due
-            return _Entry(j, remaining, restart, limit if due or patient is None else min(limit, patient), None, weight), due
+            return _Entry(
+                j, remaining, restart, limit if due or patient is None else min(limit, patient), None, weight
+            ), due
         # It cannot meet its deadline on the devices free now: it waits for more, unless it is due (then it is late).
         return (_Entry(j, remaining, restart, None, None, weight) if due else None), due
 
@@ -507,7 +513,8 @@ class MilpPolicy:
         return derived.direct_solve(self.time_limit_s, self.mip_gap, self.threads)
 
     def _fallback(self, view: View) -> dict[int, Uses]:
-        """No solve gave a plan (time limits): running jobs keep their devices, at their lowest caps if budgets demand."""
+        """No solve gave a plan (time limits): running jobs keep their devices, at their lowest caps if budgets
+        demand."""
         fleet = view.fleet
         current = {r.job: r.uses for r in view.running}
         total, by_domain = fleet.power(list(current.values()))
@@ -550,13 +557,17 @@ class _Derived:
         # Devices that are down (failed) or reserved for a job waiting for a repair are no one's to take.
         unavailable = list(view.free)
         for g, group in enumerate(groups):
-            unavailable[g] = group.count - view.free[g] - sum(u.count for r in view.running for u in r.uses if u.group == g)
+            unavailable[g] = (
+                group.count - view.free[g] - sum(u.count for r in view.running for u in r.uses if u.group == g)
+            )
         # Their idle draw is not in the derived workload's devices: it comes off the budgets handed to the core.
         self.idle_off = sum(unavailable[g] * group.idle_w for g, group in enumerate(groups))
         self.idle_off_by_domain: dict[str, float] = {}
         for g, group in enumerate(groups):
             if group.domain is not None:
-                self.idle_off_by_domain[group.domain] = self.idle_off_by_domain.get(group.domain, 0.0) + unavailable[g] * group.idle_w
+                self.idle_off_by_domain[group.domain] = (
+                    self.idle_off_by_domain.get(group.domain, 0.0) + unavailable[g] * group.idle_w
+                )
         shared = []
         for g, group in enumerate(groups):
             count = group.count - held[g] - unavailable[g]
@@ -611,7 +622,9 @@ class _Derived:
     def _power(self) -> Power:
         """The budgets in force now, less the idle draw of devices that are down or reserved (not in the model)."""
         budget = self.fleet.budget_at(self.view.t)
-        domains = {d: max(0.0, b - self.idle_off_by_domain.get(d, 0.0)) for d, b in self.fleet.queue.power.domains.items()}
+        domains = {
+            d: max(0.0, b - self.idle_off_by_domain.get(d, 0.0)) for d, b in self.fleet.queue.power.domains.items()
+        }
         return Power(budget_w=None if budget is None else max(0.0, budget - self.idle_off), domains=domains)
 
     def uses(self, result: Plan) -> dict[int, Uses]:
@@ -657,7 +670,8 @@ class _Derived:
         return rows
 
     def lookahead_hook(self, builder, data) -> None:
-        """idle + sum_{j may run at b} (lowest cap_g - idle_g) n[j,g,l] <= budget_b (W) for each later window start b."""
+        """idle + sum_{j may run at b} (lowest cap_g - idle_g) n[j,g,l] <= budget_b (W) for each later window start
+        b."""
         position = {job.id: k for k, job in enumerate(data.jobs)}
         rows = []
         for b, budget, late in self._rows():

@@ -86,10 +86,16 @@ def plan_night(
     if candidates is not None:
         unknown = sorted(set(candidates) - set(CANDIDATE_NAMES))
         if unknown or not candidates:
-            message = f"unknown candidate policies {unknown}; choose from {list(CANDIDATE_NAMES)}" if unknown else "name at least one"
+            message = (
+                f"unknown candidate policies {unknown}; choose from {list(CANDIDATE_NAMES)}"
+                if unknown
+                else "name at least one"
+            )
             raise InvalidWorkload([FieldError("candidates", message)])
         policies = [
-            p for p in candidate_policies(workload, time_limit_s=time_limit_s, mip_gap=mip_gap, every=True) if p.name in candidates
+            p
+            for p in candidate_policies(workload, time_limit_s=time_limit_s, mip_gap=mip_gap, every=True)
+            if p.name in candidates
         ]
     best: tuple[tuple, NightPlan] | None = None
     warnings = night_warnings(workload)

@@ -63,12 +63,16 @@ def miss_reason(fleet: Fleet, i: int, records: list[JobRecord]) -> str:
         )
     if rec.start + best > deadline * (1 + 1e-9):
         return (
-            f"ready at {ready:.4g} h but started only at {rec.start:.4g} h: {_why_waiting(fleet, i, records, ready, rec.start)}; "
+            f"ready at {ready:.4g} h but started only at {rec.start:.4g} h: "
+            f"{_why_waiting(fleet, i, records, ready, rec.start)}; "
             f"from then even the fastest run ({best:.4g} h) ends after the deadline {deadline:g} h"
         )
     restarts = sum(1 for p in rec.pieces if p[2])
     if restarts:
-        return f"started at {rec.start:.4g} h but was preempted and paid {restarts} restart(s); finished at {rec.finish:.4g} h"
+        return (
+            f"started at {rec.start:.4g} h but was preempted and paid {restarts} restart(s); "
+            f"finished at {rec.finish:.4g} h"
+        )
     capped = [p for p in rec.pieces if any(lv != fleet.fastest_level(i, g) for g, lv, _ in p[3])]
     if capped:
         at = capped[0][0]
@@ -155,11 +159,14 @@ def _power_blocks(fleet: Fleet, i: int, records: list[JobRecord]) -> str | None:
     draw = fleet.idle_w + sum(chosen)
     ready, _ = _ready(fleet, i, records)
     cuts = [ready, *(b for b in fleet.boundaries if b > ready)]
-    periods = [(a, b, fleet.budget_at(a)) for a, b in zip(cuts, [*cuts[1:], math.inf])]
+    periods = [(a, b, fleet.budget_at(a)) for a, b in zip(cuts, [*cuts[1:], math.inf], strict=True)]
     fits = [(a, b) for a, b, budget in periods if budget is None or draw <= budget + 1e-9]
     if not fits:
         most = max(budget for _, _, budget in periods)
-        return f"the fleet draws {draw:,.0f} W, above every global budget in force from {ready:.4g} h (at most {most:,.0f} W)"
+        return (
+            f"the fleet draws {draw:,.0f} W, above every global budget in force from {ready:.4g} h "
+            f"(at most {most:,.0f} W)"
+        )
     longest = max(b - a for a, b in fits)
     shortest_run = job.work_hours / fleet.best_speedup(i)
     if longest < shortest_run:

@@ -75,7 +75,7 @@ def summarize(
 def energy_kwh(events: tuple[NightEvent, ...], horizon: float) -> float:
     """sum over events of power_w x (time to the next event, or to the horizon) / 1000."""
     total = 0.0
-    for e, nxt in zip(events, (*(x.at_hours for x in events[1:]), horizon)):
+    for e, nxt in zip(events, (*(x.at_hours for x in events[1:]), horizon), strict=True):
         total += e.power_w * max(0.0, min(nxt, horizon) - e.at_hours)
     return total / 1000.0
 

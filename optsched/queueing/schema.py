@@ -151,7 +151,9 @@ def study_problems(s: Study) -> list[FieldError]:
         field = "id" if kind == "devices" else "name"
         for i, name in enumerate(names):
             if name in seen:
-                problems.append(FieldError(f"{kind}[{i}].{field}", f"duplicate {field} {name!r} (also {kind}[{seen[name]}])"))
+                problems.append(
+                    FieldError(f"{kind}[{i}].{field}", f"duplicate {field} {name!r} (also {kind}[{seen[name]}])")
+                )
             seen.setdefault(name, i)
     problems.extend(_pool_problems(s))
     problems.extend(_class_problems(s))
@@ -179,11 +181,16 @@ def _pool_problems(s: Study) -> list[FieldError]:
     for i, g in enumerate(s.devices):
         if not g.power_levels:
             problems.append(
-                FieldError(f"devices[{i}].power_levels", f"device {g.id!r} has no power level and model {g.model!r} is not in the catalog")
+                FieldError(
+                    f"devices[{i}].power_levels",
+                    f"device {g.id!r} has no power level and model {g.model!r} is not in the catalog",
+                )
             )
         caps = [lv.cap_w for lv in g.power_levels]
         if len(set(caps)) != len(caps):
-            problems.append(FieldError(f"devices[{i}].power_levels", "two levels share one cap_w; a cap must name one speed"))
+            problems.append(
+                FieldError(f"devices[{i}].power_levels", "two levels share one cap_w; a cap must name one speed")
+            )
         if i == 0:
             continue
         if g.model != first.model:
@@ -194,10 +201,18 @@ def _pool_problems(s: Study) -> list[FieldError]:
                     "device model, so study each model separately",
                 )
             )
-        elif sorted((lv.cap_w, lv.speed) for lv in g.power_levels) != sorted((lv.cap_w, lv.speed) for lv in first.power_levels):
-            problems.append(FieldError(f"devices[{i}].power_levels", "differ from devices[0]'s; servers of one pool must be identical"))
+        elif sorted((lv.cap_w, lv.speed) for lv in g.power_levels) != sorted(
+            (lv.cap_w, lv.speed) for lv in first.power_levels
+        ):
+            problems.append(
+                FieldError(
+                    f"devices[{i}].power_levels", "differ from devices[0]'s; servers of one pool must be identical"
+                )
+            )
         elif g.idle_w != first.idle_w:
-            problems.append(FieldError(f"devices[{i}].idle_w", f"{g.idle_w:g} W differs from devices[0]'s {first.idle_w:g} W"))
+            problems.append(
+                FieldError(f"devices[{i}].idle_w", f"{g.idle_w:g} W differs from devices[0]'s {first.idle_w:g} W")
+            )
     return problems
 
 
@@ -209,7 +224,9 @@ def _class_problems(s: Study) -> list[FieldError]:
     for i, c in enumerate(s.classes):
         if c.allowed_models is not None and model not in c.allowed_models:
             problems.append(
-                FieldError(f"classes[{i}].allowed_models", f"does not include {model!r}, the model of the study's devices")
+                FieldError(
+                    f"classes[{i}].allowed_models", f"does not include {model!r}, the model of the study's devices"
+                )
             )
         if c.devices_per_job != d:
             problems.append(
@@ -221,11 +238,15 @@ def _class_problems(s: Study) -> list[FieldError]:
             )
         if c.cap_w is not None and levels and not any(abs(c.cap_w - cap) <= CAP_TOLERANCE_W for cap in levels):
             problems.append(
-                FieldError(f"classes[{i}].cap_w", f"{c.cap_w:g} W is not a power level of {model!r}; choose one of {levels} W")
+                FieldError(
+                    f"classes[{i}].cap_w", f"{c.cap_w:g} W is not a power level of {model!r}; choose one of {levels} W"
+                )
             )
     if not any(c.devices_per_job != d for c in s.classes) and sum(g.count // d for g in s.devices) == 0:
         problems.append(
-            FieldError("classes[0].devices_per_job", f"no device group has {d} devices, so there is no server of {d} devices")
+            FieldError(
+                "classes[0].devices_per_job", f"no device group has {d} devices, so there is no server of {d} devices"
+            )
         )
     return problems
 
@@ -296,7 +317,11 @@ def _field_errors(exc: ValidationError) -> list[FieldError]:
         cause = (err.get("ctx") or {}).get("error")
         if isinstance(cause, _StudyProblems):
             out.extend(cause.problems)
-        elif err["type"] == "too_short" and isinstance(err.get("input"), (list, tuple)) and len(err["input"]) >= err["ctx"]["min_length"]:
+        elif (
+            err["type"] == "too_short"
+            and isinstance(err.get("input"), (list, tuple))
+            and len(err["input"]) >= err["ctx"]["min_length"]
+        ):
             continue
         else:
             out.append(FieldError(_json_path(err["loc"]), err["msg"]))
@@ -326,7 +351,9 @@ def _read_json(source: str | Path) -> Any:
         try:
             raw = Path(source).read_text(encoding="utf-8")
         except (OSError, ValueError) as exc:
-            raise InvalidStudy([FieldError("", f"cannot read {text}: {getattr(exc, 'strerror', None) or exc}")]) from None
+            raise InvalidStudy(
+                [FieldError("", f"cannot read {text}: {getattr(exc, 'strerror', None) or exc}")]
+            ) from None
     try:
         return json.loads(raw, parse_constant=_reject_constant)
     except ValueError as exc:
@@ -353,11 +380,17 @@ class ClassResult(_Output):
     arrival_rate_per_hour: float
     service_mean_hours: float = Field(description="Mean service time: work / Amdahl speedup of a server at cap_w.")
     service_scv: float
-    utilization: float | None = Field(description="Fraction of the servers' time busy with this class (None: unstable).")
-    mean_wait_hours: float | None = Field(description="Mean response minus mean service (queueing, and preempted time).")
+    utilization: float | None = Field(
+        description="Fraction of the servers' time busy with this class (None: unstable)."
+    )
+    mean_wait_hours: float | None = Field(
+        description="Mean response minus mean service (queueing, and preempted time)."
+    )
     mean_response_hours: float | None = Field(description="Mean time from arrival to completion.")
     wait_half_width_hours: float | None = Field(default=None, description="95 % confidence half-width (simulation).")
-    response_half_width_hours: float | None = Field(default=None, description="95 % confidence half-width (simulation).")
+    response_half_width_hours: float | None = Field(
+        default=None, description="95 % confidence half-width (simulation)."
+    )
     method_detail: str = Field(description="'exact: <formula>', 'approximation: <name>' or 'simulation: ...'.")
     target_response_hours: float | None = None
     meets_target: bool | None = Field(default=None, description="None without a target or when unstable.")

@@ -158,10 +158,10 @@ def _replication(
     classes: Sequence[QueueClass], c: int, discipline: Discipline, seed: int, horizon: float, warmup: float
 ) -> list[_Sums]:
     names = [_class_name(i) for i in range(len(classes))]
-    priorities = {n: k.level for n, k in zip(names, classes)}
+    priorities = {n: k.level for n, k in zip(names, classes, strict=True)}
     network = ciw.create_network(
-        arrival_distributions={n: [ciw.dists.Exponential(k.rate)] for n, k in zip(names, classes)},
-        service_distributions={n: [_service(k)] for n, k in zip(names, classes)},
+        arrival_distributions={n: [ciw.dists.Exponential(k.rate)] for n, k in zip(names, classes, strict=True)},
+        service_distributions={n: [_service(k)] for n, k in zip(names, classes, strict=True)},
         number_of_servers=[c],
         priority_classes=(priorities, [PREEMPTION]) if discipline == Discipline.preemptive else priorities,
     )

@@ -76,7 +76,7 @@ def queue_classes(study: Study, caps: Sequence[float]) -> tuple[QueueClass, ...]
     """The M/G/c classes of the study at these caps: level by priority, service mean work / Amdahl speedup."""
     levels = sorted({PRIORITY_RANK[k.priority] for k in study.classes})
     out = []
-    for k, cap in zip(study.classes, caps):
+    for k, cap in zip(study.classes, caps, strict=True):
         s = study.speed_at(cap)
         rate = speedup(k.parallel_fraction, s, k.devices_per_job * s)
         out.append(
@@ -94,7 +94,10 @@ def mean_power(study: Study, caps: Sequence[float], busy_servers: Sequence[float
     """d * sum_k busy_k cap_k + (devices - d * sum_k busy_k) idle_w, busy_k the mean servers busy with class k (W)."""
     d, idle_w = study.devices_per_job, study.devices[0].idle_w
     busy_devices = d * math.fsum(busy_servers)
-    return d * math.fsum(b * cap for b, cap in zip(busy_servers, caps)) + (study.device_count - busy_devices) * idle_w
+    return (
+        d * math.fsum(b * cap for b, cap in zip(busy_servers, caps, strict=True))
+        + (study.device_count - busy_devices) * idle_w
+    )
 
 
 def evaluate(study: Study, caps: Sequence[float]) -> Evaluation:
@@ -164,7 +167,7 @@ def analyze(
         servers=s.servers,
         offered_load=best.load,
         mean_power_w=power,
-        caps={k.name: cap for k, cap in zip(s.classes, best.caps)},
+        caps={k.name: cap for k, cap in zip(s.classes, best.caps, strict=True)},
         caps_chosen=tuple(s.classes[i].name for i in free),
         meets_targets=None if not s.targets or not best.stable else all(r.meets_target is not False for r in classes),
         classes=classes,
@@ -181,7 +184,9 @@ def _checked_options(method: Method | str, replications: int, jobs: int, warmup_
     if method not in {m.value for m in Method}:
         problems.append(FieldError("method", f"unknown method {method!r}; choose one of {[m.value for m in Method]}"))
     if not 2 <= replications <= 10_000:
-        problems.append(FieldError("replications", f"{replications} is not in 2..10,000 (a confidence interval needs two)"))
+        problems.append(
+            FieldError("replications", f"{replications} is not in 2..10,000 (a confidence interval needs two)")
+        )
     if not 100 <= jobs <= MAX_JOBS_PER_REPLICATION:
         problems.append(FieldError("jobs_per_replication", f"{jobs} is not in 100..{MAX_JOBS_PER_REPLICATION:,}"))
     if not 0 <= warmup_fraction < 1:
@@ -196,7 +201,7 @@ def _cap_combinations(study: Study, free: list[int]) -> list[tuple[float, ...]]:
     out = []
     for chosen in itertools.product(study.levels, repeat=len(free)):
         caps = [k.cap_w for k in study.classes]
-        for i, cap in zip(free, chosen):
+        for i, cap in zip(free, chosen, strict=True):
             caps[i] = cap
         out.append(tuple(caps))  # type: ignore[arg-type]
     return out
@@ -220,7 +225,7 @@ def _choose(study: Study, evaluations: list[Evaluation]) -> tuple[Evaluation, St
     closest = min(stable, key=lambda e: (_worst_ratio(study, e), e.mean_power_w))
     misses = [
         f"{k.name} {m.response:.4g} h > target {study.targets[k.name].mean_response_hours:g} h"
-        for k, m in zip(study.classes, closest.means or ())
+        for k, m in zip(study.classes, closest.means or (), strict=True)
         if k.name in study.targets and not _meets(m.response, study.targets[k.name].mean_response_hours)
     ]
     what = "the given caps miss" if len(evaluations) == 1 else "no caps meet every target; the closest misses"
@@ -235,7 +240,7 @@ def _worst_ratio(study: Study, e: Evaluation) -> float:
     """max over targeted classes of response / target (0 without targets)."""
     ratios = [
         m.response / study.targets[k.name].mean_response_hours
-        for k, m in zip(study.classes, e.means or ())
+        for k, m in zip(study.classes, e.means or (), strict=True)
         if k.name in study.targets
     ]
     return max(ratios, default=0.0)
@@ -254,13 +259,15 @@ def _misses(classes: Sequence[ClassResult]) -> str:
 def weighted_response(e: Evaluation) -> float:
     """Arrival-weighted mean response over all classes (h)."""
     assert e.means is not None
-    return math.fsum(k.rate * m.response for k, m in zip(e.queue, e.means)) / math.fsum(k.rate for k in e.queue)
+    return math.fsum(k.rate * m.response for k, m in zip(e.queue, e.means, strict=True)) / math.fsum(
+        k.rate for k in e.queue
+    )
 
 
 def high_priority_response(e: Evaluation) -> float:
     """Arrival-weighted mean response of the classes at the top priority level (h)."""
     assert e.means is not None
-    top = [(k, m) for k, m in zip(e.queue, e.means) if k.level == 0]
+    top = [(k, m) for k, m in zip(e.queue, e.means, strict=True) if k.level == 0]
     return math.fsum(k.rate * m.response for k, m in top) / math.fsum(k.rate for k, _ in top)
 
 
@@ -275,11 +282,11 @@ def pareto_front(study: Study, evaluations: Sequence[Evaluation]) -> tuple[Front
             best = top
             front.append(
                 FrontPoint(
-                    caps={k.name: cap for k, cap in zip(study.classes, e.caps)},
+                    caps={k.name: cap for k, cap in zip(study.classes, e.caps, strict=True)},
                     mean_power_w=e.mean_power_w,  # type: ignore[arg-type]
                     high_priority_response_hours=top,
                     weighted_response_hours=weighted_response(e),
-                    response_hours={k.name: m.response for k, m in zip(study.classes, e.means or ())},
+                    response_hours={k.name: m.response for k, m in zip(study.classes, e.means or (), strict=True)},
                     meets_targets=_worst_ratio(study, e) <= 1.0 + TARGET_RTOL,
                 )
             )

@@ -184,7 +184,9 @@ def running_allocations(workload: Workload, plan: Plan) -> dict[str, tuple[Alloc
         for k, a in enumerate(p.allocations):
             if a.device not in groups:
                 problems.append(
-                    FieldError(f"placements[{i}].allocations[{k}].device", f"device group {a.device!r} is not in the workload")
+                    FieldError(
+                        f"placements[{i}].allocations[{k}].device", f"device group {a.device!r} is not in the workload"
+                    )
                 )
         out[p.job] = p.allocations
     if problems:
@@ -236,7 +238,9 @@ def moved_jobs(current: Plan, new: Plan, workload: Workload) -> tuple[str, ...]:
     included): the moves a re-plan and a fresh plan are compared on."""
     ids = {j.id for j in workload.jobs}
     return tuple(
-        p.job for p in current.placements if p.admitted and p.job in ids and _moved(p.allocations, _placement(new, p.job))
+        p.job
+        for p in current.placements
+        if p.admitted and p.job in ids and _moved(p.allocations, _placement(new, p.job))
     )
 
 
@@ -282,7 +286,7 @@ class _MoveCost:
         jobs = [(j, job.id) for j, job in enumerate(data.jobs) if job.id in self.before and self.cost(data, job.id) > 0]
         forced = [_must_move(data, j, self.before[job_id]) for j, job_id in jobs]
         b.add_variables("moved", [j for j, _ in jobs], [float(f) for f in forced], [1.0] * len(jobs), integer=True)
-        free = [(j, job_id) for (j, job_id), f in zip(jobs, forced) if not f]
+        free = [(j, job_id) for (j, job_id), f in zip(jobs, forced, strict=True) if not f]
         add_move_indicators(b, data, {j: self.before[job_id] for j, job_id in free})
         sign = self._sign(data)
         return [("moved", j, sign * self.cost(data, job_id)) for j, job_id in jobs]

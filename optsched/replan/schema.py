@@ -9,9 +9,9 @@ Applied in this order: repairs add devices to a group and failures take them awa
 dropped); `budget_w` replaces the fleet budget and `domains` the budgets it names (the others stay); jobs in
 `remove_jobs` go, then `add_jobs` (workload jobs, validated as such) join, so a job removed and added under the
 same id is replaced. `pin` names running jobs that must keep their device groups and counts (their caps may
-still change) unless that became impossible; a replaced job starts afresh and cannot be pinned. Validation reports every problem at once with its JSON path
-(`device_failures[0].device`, `add_jobs[1].work_hours`); checks against the workload and the plan come from
-`apply_change` and `optsched.replan.replan`.
+still change) unless that became impossible; a replaced job starts afresh and cannot be pinned. Validation
+reports every problem at once with its JSON path (`device_failures[0].device`, `add_jobs[1].work_hours`); checks
+against the workload and the plan come from `apply_change` and `optsched.replan.replan`.
 """
 
 from __future__ import annotations
@@ -112,7 +112,10 @@ def apply_change(workload: Workload, change: Change | Mapping[str, Any] | str | 
     problems: list[FieldError] = []
     groups = {g.id: g for g in workload.devices}
     counts = {g.id: g.count for g in workload.devices}
-    for name, entries, sign in (("device_repairs", change.device_repairs, 1), ("device_failures", change.device_failures, -1)):
+    for name, entries, sign in (
+        ("device_repairs", change.device_repairs, 1),
+        ("device_failures", change.device_failures, -1),
+    ):
         for i, entry in enumerate(entries):
             if entry.device not in groups:
                 problems.append(FieldError(f"{name}[{i}].device", f"unknown device group {entry.device!r}"))
@@ -132,7 +135,9 @@ def apply_change(workload: Workload, change: Change | Mapping[str, Any] | str | 
             counts[entry.device] = 0  # report the group once
     devices = [g.model_copy(update={"count": counts[g.id]}) for g in workload.devices if counts[g.id] > 0]
     if not devices and not problems:
-        problems.append(FieldError("device_failures", "every device of the fleet would have failed; nothing is left to plan"))
+        problems.append(
+            FieldError("device_failures", "every device of the fleet would have failed; nothing is left to plan")
+        )
 
     ids = {j.id for j in workload.jobs}
     for i, job_id in enumerate(change.remove_jobs):
@@ -143,7 +148,9 @@ def apply_change(workload: Workload, change: Change | Mapping[str, Any] | str | 
     for i, job in enumerate(change.add_jobs):
         if job.id in ids and job.id not in removed:
             problems.append(
-                FieldError(f"add_jobs[{i}].id", f"job {job.id!r} already exists; remove it in the same change to replace it")
+                FieldError(
+                    f"add_jobs[{i}].id", f"job {job.id!r} already exists; remove it in the same change to replace it"
+                )
             )
     final_ids = {j.id for j in kept} | {j.id for j in change.add_jobs}
     for i, job_id in enumerate(change.pin):
@@ -213,7 +220,9 @@ class JobChange(_Frozen):
     kind: ChangeKind
     reason: Reason
     detail: str = Field(description="The reason in words, with the numbers behind it.")
-    restart_hours: float = Field(description="Hours of its run the job loses to this change (move_cost_hours if moved).")
+    restart_hours: float = Field(
+        description="Hours of its run the job loses to this change (move_cost_hours if moved)."
+    )
     pinned: bool = False
     before: tuple[Allocation, ...] = Field(default=(), description="Its allocations in the current plan.")
     after: tuple[Allocation, ...] = Field(default=(), description="Its allocations in the new plan.")
@@ -233,7 +242,9 @@ class Replan(_Frozen):
 
     workload: Workload = Field(description="The changed workload the plan is for (verify the plan against it).")
     plan: Plan
-    changes: tuple[JobChange, ...] = Field(default=(), description="Per job: removed running jobs, then the workload's jobs.")
+    changes: tuple[JobChange, ...] = Field(
+        default=(), description="Per job: removed running jobs, then the workload's jobs."
+    )
     moved: int = Field(description="Running jobs whose device groups or counts changed (resized, moved, stopped).")
     restart_hours: float = Field(description="Hours of work lost to restarts: moved x move_cost_hours.")
     move_cost_hours: float

@@ -68,12 +68,17 @@ def check_size(workload: Workload, limits: Limits, *, path: str = "", jobs: int 
     errors: list[FieldError] = []
     n_jobs = len(workload.jobs) if jobs is None else jobs
     if limits.jobs is not None and n_jobs > limits.jobs:
-        errors.append(FieldError(_join(path, "jobs"), f"{n_jobs:,} jobs, above the limit of {limits.jobs:,} (OPTSCHED_MAX_JOBS)"))
+        errors.append(
+            FieldError(_join(path, "jobs"), f"{n_jobs:,} jobs, above the limit of {limits.jobs:,} (OPTSCHED_MAX_JOBS)")
+        )
     if limits.device_groups is not None and len(workload.devices) > limits.device_groups:
-        errors.append(FieldError(
-            _join(path, "devices"),
-            f"{len(workload.devices):,} device groups, above the limit of {limits.device_groups:,} (OPTSCHED_MAX_DEVICE_GROUPS)",
-        ))
+        errors.append(
+            FieldError(
+                _join(path, "devices"),
+                f"{len(workload.devices):,} device groups, above the limit of {limits.device_groups:,} "
+                "(OPTSCHED_MAX_DEVICE_GROUPS)",
+            )
+        )
     devices = sum(g.count for g in workload.devices)
     if limits.devices is not None and devices > limits.devices:
         errors.append(FieldError(
@@ -116,14 +121,18 @@ def check_document(document: Any) -> None:
             )
         if len(value) > MAX_ITEMS:
             raise InvalidWorkload(
-                [FieldError(_path(parts), f"{len(value):,} items; at most {MAX_ITEMS:,} are accepted in one list or object")]
+                [
+                    FieldError(
+                        _path(parts), f"{len(value):,} items; at most {MAX_ITEMS:,} are accepted in one list or object"
+                    )
+                ]
             )
         values += len(value)
         if values > MAX_VALUES:
             raise InvalidWorkload(
                 [FieldError("", f"more than {MAX_VALUES:,} values in the document; split it into smaller workloads")]
             )
-        for key, child in zip(keys, children):
+        for key, child in zip(keys, children, strict=True):
             if isinstance(child, (dict, list, tuple)):
                 stack.append((child, (*parts, key)))
 

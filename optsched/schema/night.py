@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -165,7 +166,8 @@ def _failure_problems(q: NightQueue) -> list[FieldError]:
             problems.append(
                 FieldError(
                     f"failures[{i}].count",
-                    f"{down} devices of {f.device!r} would be down at {f.at_hours:g} h; the group has {groups[f.device]}",
+                    f"{down} devices of {f.device!r} would be down at {f.at_hours:g} h; the group has "
+                    f"{groups[f.device]}",
                 )
             )
     return problems
@@ -191,7 +193,8 @@ def _dependency_problems(jobs: tuple[NightJob, ...]) -> list[FieldError]:
 
 
 def dependency_cycles(jobs: tuple[NightJob, ...]) -> list[tuple[str, ...]]:
-    """Cycles of the `after` graph (self-loops and unknown ids ignored), each once, from its first job in queue order."""
+    """Cycles of the `after` graph (self-loops and unknown ids ignored), each once, from its first job in queue
+    order."""
     ids = {j.id for j in jobs}
     order = {j.id: i for i, j in enumerate(jobs)}
     preds = {j.id: [p for p in dict.fromkeys(j.after) if p in ids and p != j.id] for j in jobs}
@@ -422,6 +425,6 @@ class NightPlan(_Frozen):
     def ok(self) -> bool:
         return self.status == NightStatus.met
 
-    def timeline_document(self) -> dict:
+    def timeline_document(self) -> dict[str, Any]:
         """timeline.json: everything but the summary (which goes to summary.json)."""
         return self.model_dump(mode="json", by_alias=True, exclude={"summary"})

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -39,7 +39,9 @@ HARD_PRIORITIES = frozenset({Priority.critical, Priority.high})
 # marks, bidirectional embeddings, overrides and isolates, the BOM) that make a text read otherwise than it is
 # stored, in an HTML page or a log line. The same class is the `pattern` the schema publishes (ECMA, Python and
 # Rust regex read it alike), and `printable` checks it with a full match, as a JSON Schema validator does.
-UNPRINTABLE = "\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u206f\\ufeff\\ufff9-\\ufffb"
+UNPRINTABLE = (
+    "\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u206f\\ufeff\\ufff9-\\ufffb"
+)
 ID_PATTERN = f"^[^{UNPRINTABLE}]+$"
 NAME_PATTERN = f"^[^{UNPRINTABLE}]*$"
 _PRINTABLE = re.compile(f"[^{UNPRINTABLE}]*")
@@ -54,7 +56,9 @@ def printable(text: str) -> str:
 
 
 # Strict types: JSON's own types only (no "0.95" for a number, no true for a count, no 1.0 for an integer).
-Id = Annotated[str, Field(min_length=1, max_length=200, json_schema_extra={"pattern": ID_PATTERN}), AfterValidator(printable)]
+Id = Annotated[
+    str, Field(min_length=1, max_length=200, json_schema_extra={"pattern": ID_PATTERN}), AfterValidator(printable)
+]
 Name = Annotated[str, Field(max_length=200, json_schema_extra={"pattern": NAME_PATTERN}), AfterValidator(printable)]
 StrictInt = Annotated[int, Field(strict=True)]
 StrictFloat = Annotated[float, Field(strict=True)]
@@ -156,10 +160,16 @@ class Power(Frozen):
 class Options(Frozen):
     time_limit_s: StrictFloat = Field(default=30.0, gt=0, le=86_400)
     mip_gap: StrictFloat = Field(
-        default=0.01, ge=0, le=1, description="Relative gap at which a plan counts as optimal (bench/results/planner.md)."
+        default=0.01,
+        ge=0,
+        le=1,
+        description="Relative gap at which a plan counts as optimal (bench/results/planner.md).",
     )
     move_cost_hours: StrictFloat = Field(
-        default=0.25, ge=0, le=1_000, description="Hours of its run a running job loses when a re-plan moves it (optsched.replan)."
+        default=0.25,
+        ge=0,
+        le=1_000,
+        description="Hours of its run a running job loses when a re-plan moves it (optsched.replan).",
     )
 
 
@@ -186,12 +196,12 @@ class Workload(Frozen):
         return self
 
     @classmethod
-    def load(cls, source: Workload | Mapping[str, Any] | str | Path) -> Workload:
+    def load(cls, source: Workload | Mapping[str, Any] | str | Path) -> Self:
         """A workload from an object, a dict, a JSON file path or a JSON string; InvalidWorkload lists every problem.
 
         An object of another workload class (a night queue given to the core, a workload given to the night
         planner) is validated again as this class, from the fields it sets."""
-        if type(source) is cls:
+        if isinstance(source, cls) and type(source) is cls:
             return source
         if isinstance(source, Workload):
             source = source.model_dump(mode="json", exclude_unset=True)
@@ -218,12 +228,18 @@ class _SemanticProblems(ValueError):
 
 def _semantic_problems(w: Workload) -> list[FieldError]:
     problems: list[FieldError] = []
-    for kind, items in (("devices", w.devices), ("jobs", w.jobs)):
+    ids: tuple[tuple[str, list[str]], ...] = (
+        ("devices", [d.id for d in w.devices]),
+        ("jobs", [j.id for j in w.jobs]),
+    )
+    for kind, item_ids in ids:
         seen: dict[str, int] = {}
-        for i, item in enumerate(items):
-            if item.id in seen:
-                problems.append(FieldError(f"{kind}[{i}].id", f"duplicate id {item.id!r} (also {kind}[{seen[item.id]}])"))
-            seen.setdefault(item.id, i)
+        for i, item_id in enumerate(item_ids):
+            if item_id in seen:
+                problems.append(
+                    FieldError(f"{kind}[{i}].id", f"duplicate id {item_id!r} (also {kind}[{seen[item_id]}])")
+                )
+            seen.setdefault(item_id, i)
     for i, d in enumerate(w.devices):
         if not d.power_levels:
             problems.append(

@@ -77,7 +77,12 @@ def crash_workloads(count: int, seed: int) -> list[dict[str, Any]]:
             for g in range(rng.randint(1, 3))
         ]
         jobs = [
-            job(f"j{j}", work=rng.choice([1, 5, 20]), p=rng.choice([0.5, 0.9, 0.99]), priority=rng.choice(["normal", "low"]))
+            job(
+                f"j{j}",
+                work=rng.choice([1, 5, 20]),
+                p=rng.choice([0.5, 0.9, 0.99]),
+                priority=rng.choice(["normal", "low"]),
+            )
             for j in range(rng.randint(1, 4))
         ]
         out.append(workload(groups, jobs, name=f"w{i}", options={"time_limit_s": 10}))

@@ -10,7 +10,13 @@ MODELS = ("fast", "mid", "slow")
 
 
 def device(id: str, model: str, count: int, levels: list[tuple[float, float]], **extra: Any) -> dict[str, Any]:
-    return {"id": id, "model": model, "count": count, "power_levels": [{"cap_w": c, "speed": s} for c, s in levels], **extra}
+    return {
+        "id": id,
+        "model": model,
+        "count": count,
+        "power_levels": [{"cap_w": c, "speed": s} for c, s in levels],
+        **extra,
+    }
 
 
 def job(id: str, work: float = 10.0, p: float = 0.9, **extra: Any) -> dict[str, Any]:
@@ -24,9 +30,11 @@ def workload(devices, jobs, **extra: Any) -> dict[str, Any]:
 @st.composite
 def levels(draw) -> list[tuple[float, float]]:
     n = draw(st.integers(1, 2))
-    caps = sorted(draw(st.lists(st.sampled_from([50.0, 100.0, 150.0, 200.0, 300.0]), min_size=n, max_size=n, unique=True)))
+    caps = sorted(
+        draw(st.lists(st.sampled_from([50.0, 100.0, 150.0, 200.0, 300.0]), min_size=n, max_size=n, unique=True))
+    )
     speeds = sorted(draw(st.lists(st.sampled_from([0.5, 0.7, 1.0, 1.3, 2.0]), min_size=n, max_size=n)))
-    return list(zip(caps, speeds))
+    return list(zip(caps, speeds, strict=True))
 
 
 @st.composite

@@ -75,8 +75,14 @@ def generate(size: str, seed: int, *, options: dict[str, float] | None = None) -
         jobs.append(job)
     peak = sum(d["count"] * max(lv["cap_w"] for lv in d["power_levels"]) for d in devices)
     share = rng.uniform(0.5, 0.9)
-    rack_peak = {r: sum(d["count"] * d["power_levels"][0]["cap_w"] for d in devices if d["domain"] == r) for r in ("rack1", "rack2")}
-    power = {"budget_w": round(peak * share), "domains": {r: round(p * min(1.0, share + 0.1)) for r, p in rack_peak.items()}}
+    rack_peak = {
+        r: sum(d["count"] * d["power_levels"][0]["cap_w"] for d in devices if d["domain"] == r)
+        for r in ("rack1", "rack2")
+    }
+    power = {
+        "budget_w": round(peak * share),
+        "domains": {r: round(p * min(1.0, share + 0.1)) for r, p in rack_peak.items()},
+    }
     return Workload.load(
         {
             "name": f"{size}-seed{seed}",

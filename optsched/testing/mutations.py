@@ -28,7 +28,9 @@ EXTREME = (
 BAD_SCALARS = ("abc", "", "1e", [], {}, [1, 2], {"x": 1})
 # Every field name of every workload model: an "unknown" field must be none of them.
 FIELD_NAMES = frozenset(
-    name for model in (Workload, DeviceGroup, Job, Power, PowerWindow, PowerLevel, Options) for name in model.model_fields
+    name
+    for model in (Workload, DeviceGroup, Job, Power, PowerWindow, PowerLevel, Options)
+    for name in model.model_fields
 )
 
 
@@ -187,7 +189,9 @@ def duplicate_id(draw, doc) -> Mutant:
 
 
 def missing_field(draw, doc) -> Mutant:
-    required = [("devices",)] + [("devices", i, f) for i in range(len(doc["devices"])) for f in ("id", "model", "count")]
+    required = [("devices",)] + [
+        ("devices", i, f) for i in range(len(doc["devices"])) for f in ("id", "model", "count")
+    ]
     required += [("jobs", i, f) for i in range(len(doc["jobs"])) for f in ("id", "work_hours", "parallel_fraction")]
     parts = draw(st.sampled_from(required))
     out = copy.deepcopy(doc)

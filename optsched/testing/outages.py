@@ -390,7 +390,9 @@ class Traffic:
     def first_accepted_after(self, moment: float) -> float | None:
         """Seconds from `moment` to the first POST answered 2xx after it."""
         with self._lock:
-            times = [t for t, method, status in self.answers if method == "POST" and 200 <= status < 300 and t >= moment]
+            times = [
+                t for t, method, status in self.answers if method == "POST" and 200 <= status < 300 and t >= moment
+            ]
         return min(times) - moment if times else None
 
     def statuses_between(self, start: float, end: float) -> Counter:
@@ -598,7 +600,9 @@ def check(deployment: Deployment, traffic: Traffic, report: OutageReport, *, max
     report.re_solves = sum(n - 1 for n in per_plan.values())
     report.spooled = logs.count("spooled to")
     report.spool_replayed = len(re.findall(r"spooled answer of claim \d+ recorded", logs))
-    report.worker_respawns = len(re.findall(r"exited [\d.]+ s after it started|Redis stopped answering as it started", logs))
+    report.worker_respawns = len(
+        re.findall(r"exited [\d.]+ s after it started|Redis stopped answering as it started", logs)
+    )
     report.tracebacks = logs.count("Traceback (most recent call last)")
     return report
 

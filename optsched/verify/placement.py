@@ -83,7 +83,9 @@ def amdahl_speedup(parallel_fraction: float, units: Iterable[tuple[int, float]])
     return 1.0 / ((1.0 - p) / s_host + p / total), s_host, total
 
 
-def find_level(group: DeviceGroup, cap_w: float, speed: float | None = None, rel_tol: float = 1e-6) -> PowerLevel | None:
+def find_level(
+    group: DeviceGroup, cap_w: float, speed: float | None = None, rel_tol: float = 1e-6
+) -> PowerLevel | None:
     """The group's power level with this cap (W); among equal caps the one matching `speed`, else the fastest."""
     matches = [lv for lv in group.power_levels if math.isclose(lv.cap_w, cap_w, rel_tol=rel_tol, abs_tol=rel_tol)]
     if not matches:
@@ -128,7 +130,9 @@ def evaluate(workload: Workload | Any, allocations: Mapping[str, Any]) -> dict[s
     return _evaluate_resolved(w, resolved)
 
 
-def _evaluate_resolved(w: Workload, resolved: Mapping[str, list[tuple[DeviceGroup, PowerLevel, int]]]) -> dict[str, Any]:
+def _evaluate_resolved(
+    w: Workload, resolved: Mapping[str, list[tuple[DeviceGroup, PowerLevel, int]]]
+) -> dict[str, Any]:
     """Core of `evaluate` on resolved (group, level, count) rows per job."""
     used: dict[str, int] = {g.id: 0 for g in w.devices}
     cap_draw: dict[str, float] = {g.id: 0.0 for g in w.devices}
@@ -144,7 +148,7 @@ def _evaluate_resolved(w: Workload, resolved: Mapping[str, list[tuple[DeviceGrou
         admitted = S > 0
         runtime = job.work_hours / S if admitted else None
         meets = None
-        if job.deadline_hours is not None and admitted:
+        if job.deadline_hours is not None and runtime is not None:
             meets = runtime <= job.deadline_hours * (1 + DEADLINE_RTOL)
         out_jobs[job.id] = {
             "admitted": admitted,
@@ -352,7 +356,7 @@ def check_capacity(ctx: _Ctx) -> list[str]:
     by_group: dict[None, dict[str, list[_Alloc]]] = {}  # built once, on the first group over its count
     for g in ctx.w.devices:
         if ctx.used[g.id] > g.count:
-            users = defaultdict(int)
+            users: defaultdict[str, int] = defaultdict(int)
             for r in by_group.setdefault(None, _allocs_by_group(ctx)).get(g.id, ()):
                 users[r.placement.job] += r.alloc.count
             detail = ", ".join(f"{j!r}: {c}" for j, c in users.items())
@@ -444,7 +448,9 @@ def check_job_metrics(ctx: _Ctx) -> list[str]:
         if pl.priority != Priority(job.priority).value:
             out.append(f"{label}: reports priority {pl.priority!r}, workload says {Priority(job.priority).value!r}")
         if pl.deadline_hours != job.deadline_hours and not (
-            pl.deadline_hours is not None and job.deadline_hours is not None and ctx.close(pl.deadline_hours, job.deadline_hours)
+            pl.deadline_hours is not None
+            and job.deadline_hours is not None
+            and ctx.close(pl.deadline_hours, job.deadline_hours)
         ):
             out.append(f"{label}: reports deadline_hours {pl.deadline_hours}, workload says {job.deadline_hours}")
         if not pl.admitted:
@@ -506,7 +512,8 @@ def check_reported_power(ctx: _Ctx) -> list[str]:
             out.append(f"power domain {name!r}: reported but no device group or budget has that domain")
         elif not ctx.close(value, ctx.power_by_domain.get(name, 0.0)):
             out.append(
-                f"power domain {name!r}: plan reports {value:.9g} W, recomputed {ctx.power_by_domain.get(name, 0.0):.9g} W"
+                f"power domain {name!r}: plan reports {value:.9g} W, recomputed "
+                f"{ctx.power_by_domain.get(name, 0.0):.9g} W"
             )
     for name in sorted(ctx.w.power.domains):
         if name in ctx.power_by_domain and name not in ctx.plan.power_by_domain:
@@ -535,7 +542,9 @@ def check_device_use(ctx: _Ctx) -> list[str]:
         if not ctx.close(du.power_w, ctx.group_power[g.id]):
             out.append(f"{label}: plan reports power_w {du.power_w:.9g} W, recomputed {ctx.group_power[g.id]:.9g} W")
         if du.model != g.model or du.domain != g.domain:
-            out.append(f"{label}: echoes model/domain {du.model!r}/{du.domain!r}, workload has {g.model!r}/{g.domain!r}")
+            out.append(
+                f"{label}: echoes model/domain {du.model!r}/{du.domain!r}, workload has {g.model!r}/{g.domain!r}"
+            )
         if not ctx.close(du.idle_w, g.idle_w):
             out.append(f"{label}: echoes idle_w {du.idle_w:g} W, workload has {g.idle_w:g} W")
         if du.memory_gb != g.memory_gb and not (
@@ -544,7 +553,7 @@ def check_device_use(ctx: _Ctx) -> list[str]:
             out.append(f"{label}: echoes memory_gb {du.memory_gb}, workload has {g.memory_gb}")
         levels = [(lv.cap_w, lv.speed) for lv in g.power_levels]
         if len(du.power_levels) != len(levels) or not all(
-            ctx.close(a[0], b[0]) and ctx.close(a[1], b[1]) for a, b in zip(du.power_levels, levels)
+            ctx.close(a[0], b[0]) and ctx.close(a[1], b[1]) for a, b in zip(du.power_levels, levels, strict=True)
         ):
             out.append(f"{label}: echoes power_levels {list(du.power_levels)}, workload has {levels}")
     for g in ctx.w.devices:
@@ -563,7 +572,8 @@ def check_objective(ctx: _Ctx) -> list[str]:
         out.append(f"objective: plan says {plan.objective_name!r}, workload asks for {ctx.w.objective!r}")
     if not ctx.close(plan.weighted_speedup, ctx.weighted_speedup):
         out.append(
-            f"objective: plan reports weighted_speedup {plan.weighted_speedup:.9g}, recomputed {ctx.weighted_speedup:.9g}"
+            f"objective: plan reports weighted_speedup {plan.weighted_speedup:.9g}, recomputed "
+            f"{ctx.weighted_speedup:.9g}"
         )
     expected = ctx.power_w if ctx.w.objective == "min_power" else ctx.weighted_speedup
     if plan.objective is None:
@@ -621,7 +631,9 @@ def load_plan(plan: Plan | Mapping[str, Any] | str | Path) -> Plan:
         raise InvalidPlan(field_errors(exc)) from None
 
 
-def verify(workload: Workload | Any, plan: Plan | Mapping[str, Any] | str | Path, *, rel_tol: float = 1e-6) -> list[str]:
+def verify(
+    workload: Workload | Any, plan: Plan | Mapping[str, Any] | str | Path, *, rel_tol: float = 1e-6
+) -> list[str]:
     """Every violation of the plan against the workload, recomputed from the placements alone ([] = valid).
 
     Plans with a non-feasible status (infeasible, no_solution) are accepted as long as they admit no job.

@@ -44,6 +44,7 @@ from optsched.schema.tolerances import TIME_TOL_HOURS
 from optsched.schema.workload import (
     HARD_PRIORITIES,
     DeviceGroup,
+    PowerLevel,
     Priority,
     field_errors,
 )
@@ -79,7 +80,9 @@ class _Ctx:
             up = [
                 i
                 for i in range(counts.get(f.device, 0))
-                if not any(a <= f.at_hours + TIME_TOL_HOURS and f.at_hours + TIME_TOL_HOURS < b for a, b in spans[f.device, i])
+                if not any(
+                    a <= f.at_hours + TIME_TOL_HOURS and f.at_hours + TIME_TOL_HOURS < b for a, b in spans[f.device, i]
+                )
             ]
             for i in up[: f.count]:
                 spans[f.device, i].append((f.at_hours, f.at_hours + f.repair_hours))
@@ -116,7 +119,7 @@ class _Ctx:
                 return window.budget_w
         return self.w.power.budget_w
 
-    def level(self, job: NightJob, group: DeviceGroup, cap_w: float, speed: float):
+    def level(self, job: NightJob, group: DeviceGroup, cap_w: float, speed: float) -> PowerLevel | None:
         factor = job.speed_on.get(group.model, 1.0)
         return find_level(group, cap_w, speed / factor, self.rel_tol)
 
@@ -124,7 +127,9 @@ class _Ctx:
         units = []
         for a in seg.allocations:
             group = self.groups.get(a.device)
-            level = self.level(job, group, a.cap_w, a.speed) if group is not None else None
+            if group is None:
+                continue
+            level = self.level(job, group, a.cap_w, a.speed)
             if level is not None:
                 units.append((len(a.devices), device_speed(job, group, level)))
         return amdahl_speedup(job.parallel_fraction, units)[0]
@@ -212,7 +217,8 @@ def check_segments(ctx: _Ctx) -> list[str]:
                 out.append(f"{label}: segment {k} starts before the night ({s.from_hours:g} h)")
             if previous is not None and s.from_hours < previous.to_hours - TIME_TOL_HOURS:
                 out.append(
-                    f"{label}: segment {k} starts at {s.from_hours:g} h, before segment {k - 1} ends ({previous.to_hours:g} h)"
+                    f"{label}: segment {k} starts at {s.from_hours:g} h, before segment {k - 1} ends "
+                    f"({previous.to_hours:g} h)"
                 )
             if s.from_ != ctx.iso(s.from_hours) or s.to != ctx.iso(s.to_hours):
                 out.append(f"{label}: segment {k} timestamps {s.from_}..{s.to} do not match its hours")
@@ -237,7 +243,8 @@ def check_segments(ctx: _Ctx) -> list[str]:
 
 
 def check_allocations(ctx: _Ctx) -> list[str]:
-    """Devices exist (index < count, no repeats), caps are levels, speeds are level speed x speed_on, eligible, counts in range."""
+    """Devices exist (index < count, no repeats), caps are levels, speeds are level speed x speed_on, eligible, counts
+    in range."""
     out = []
     for t in ctx.p.jobs:
         job = ctx.jobs.get(t.job)
@@ -266,7 +273,8 @@ def check_allocations(ctx: _Ctx) -> list[str]:
                     want = device_speed(job, group, ctx.level(job, group, a.cap_w, a.speed))
                     if not ctx.close(a.speed, want):
                         out.append(
-                            f"{label}: segment {k}: {a.device!r} at {a.cap_w:g} W reports speed {a.speed:g}, expected {want:g}"
+                            f"{label}: segment {k}: {a.device!r} at {a.cap_w:g} W reports speed {a.speed:g}, "
+                            f"expected {want:g}"
                         )
                 why = ineligibility(job, group)
                 if why is not None:
@@ -308,10 +316,11 @@ def check_release_and_dependencies(ctx: _Ctx) -> list[str]:
             out.append(f"job {t.job!r}: runs at {begin:g} h, before its release at {job.release_hours:g} h")
         for pred in job.after:
             other = ctx.timelines.get(pred)
-            end = other.segments[-1].to_hours if other is not None and other.segments else None
-            if end is None or other.finish_hours is None:
+            if other is None or not other.segments or other.finish_hours is None:
                 out.append(f"job {t.job!r}: runs although {pred!r}, which it comes after, never finished")
-            elif begin < end - TIME_TOL_HOURS:
+                continue
+            end = other.segments[-1].to_hours
+            if begin < end - TIME_TOL_HOURS:
                 out.append(
                     f"job {t.job!r}: starts at {begin:g} h, before {pred!r} (which it comes after) ends at {end:g} h"
                 )
@@ -321,7 +330,7 @@ def check_release_and_dependencies(ctx: _Ctx) -> list[str]:
 def check_work(ctx: _Ctx) -> list[str]:
     """Segment speedup = Amdahl S of its devices, work = S x duration; restarts last restart_hours (unless a failure
     cuts them); a finished job's work less its rollbacks sums to work_hours."""
-    out = []
+    out: list[str] = []
     for t in ctx.p.jobs:
         job = ctx.jobs.get(t.job)
         if job is None:
@@ -341,7 +350,9 @@ def check_work(ctx: _Ctx) -> list[str]:
                 restart_run += span
                 if ctx.fails_at(s, s.to_hours):
                     if restart_run > cost + TIME_TOL_HOURS:
-                        out.append(f"{label}: restart before segment {k + 1} lasted {restart_run:.6g} h, over {cost:g} h")
+                        out.append(
+                            f"{label}: restart before segment {k + 1} lasted {restart_run:.6g} h, over {cost:g} h"
+                        )
                     restart_run = 0.0  # cut short by a failure
                 continue
             restart_run = _close_restart(ctx, out, label, cost, restart_run, k)
@@ -412,10 +423,12 @@ def check_failures(ctx: _Ctx) -> list[str]:
                 and abs(t.finish_hours - s.to_hours) <= TIME_TOL_HOURS
             )
             hit = ctx.fails_at(s, s.to_hours) and not completes
-            if hit and not s.restart:
+            if hit and origin is not None:  # origin is None exactly on a restart
                 saved = origin + every * math.floor((s.to_hours - origin) / every + 1e-9)
                 want = sum(x.speedup * max(0.0, x.to_hours - max(x.from_hours, saved)) for x in stretch)
-                if not math.isclose(s.rolled_back_hours, want, rel_tol=ctx.rel_tol, abs_tol=ctx.rel_tol * job.work_hours):
+                if not math.isclose(
+                    s.rolled_back_hours, want, rel_tol=ctx.rel_tol, abs_tol=ctx.rel_tol * job.work_hours
+                ):
                     out.append(
                         f"{label}: segment {k} ends at a failure and rolls back {s.rolled_back_hours:.9g} h, the work "
                         f"since its last checkpoint (at {saved:g} h) is {want:.9g} h"
@@ -483,7 +496,8 @@ def check_events(ctx: _Ctx) -> list[str]:
 
 
 def check_deadlines(ctx: _Ctx) -> list[str]:
-    """deadline_met = finish <= deadline (null without one, false if never ran); misses and unrun jobs carry a reason."""
+    """deadline_met = finish <= deadline (null without one, false if never ran); misses and unrun jobs carry a
+    reason."""
     out = []
     for t in ctx.p.jobs:
         job = ctx.jobs.get(t.job)
@@ -505,8 +519,8 @@ def check_summary(ctx: _Ctx) -> list[str]:
     """Status, makespan, misses, finished-by-night, weighted mean completion, energy and peak match the timeline."""
     out = []
     s = ctx.p.summary
-    finished = [t for t in ctx.p.jobs if t.finish_hours is not None]
-    makespan = max((t.finish_hours for t in finished), default=0.0)
+    finished = [(t, t.finish_hours) for t in ctx.p.jobs if t.finish_hours is not None]
+    makespan = max((f for _, f in finished), default=0.0)
     horizon = max(ctx.p.hours, makespan)
     hard = {t.job for t in ctx.p.jobs if Priority(t.priority) in HARD_PRIORITIES}
     hard_missed = sorted(
@@ -515,14 +529,14 @@ def check_summary(ctx: _Ctx) -> list[str]:
     never = sorted(t.job for t in ctx.p.jobs if t.finish_hours is None)
     status = NightStatus.met if not hard_missed and not never else NightStatus.missed
     weights = {j.id: job_weight(j) for j in ctx.w.jobs}
-    total_weight = sum(weights.get(t.job, 0.0) for t in finished)
-    wmct = sum(weights.get(t.job, 0.0) * t.finish_hours for t in finished) / total_weight if total_weight else None
+    total_weight = sum(weights.get(t.job, 0.0) for t, _ in finished)
+    wmct = sum(weights.get(t.job, 0.0) * f for t, f in finished) / total_weight if total_weight else None
     energy = sum(total * (min(b, horizon) - a) for a, b, total, _ in ctx.profile if a < horizon) / 1000.0
     idle = sum(g.idle_w * g.count for g in ctx.w.devices)
     energy += idle * max(0.0, horizon - max((b for _, b, _, _ in ctx.profile), default=0.0)) / 1000.0
     peak = max((total for _, _, total, _ in ctx.profile), default=idle)
-    by_night = sum(1 for t in finished if t.finish_hours <= ctx.p.hours + 1e-9)
-    work_by_night = sum(t.work_hours for t in finished if t.finish_hours <= ctx.p.hours + 1e-9)
+    by_night = sum(1 for _, f in finished if f <= ctx.p.hours + 1e-9)
+    work_by_night = sum(t.work_hours for t, f in finished if f <= ctx.p.hours + 1e-9)
     lost = sum(s.rolled_back_hours for t in ctx.p.jobs for s in t.segments)
     checks: list[tuple[str, Any, Any]] = [
         ("status", ctx.p.status, status),

@@ -47,7 +47,9 @@ def test_a_replan_after_failures_verifies_on_the_smaller_fleet_and_lists_what_mo
 
 def test_a_change_that_does_not_fit_the_workload_is_a_422_with_its_path(live):
     parent = finished_demo_plan(live)
-    response = live.post(f"/v1/plans/{parent['id']}/replans", json={"device_failures": [{"device": "nope", "count": 1}]})
+    response = live.post(
+        f"/v1/plans/{parent['id']}/replans", json={"device_failures": [{"device": "nope", "count": 1}]}
+    )
     assert response.status_code == 422
     assert [e["path"] for e in response.get_json()["errors"]] == ["device_failures[0].device"]
     assert live.post("/v1/plans/unknown/replans", json={}).status_code == 404

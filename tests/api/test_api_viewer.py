@@ -69,7 +69,9 @@ def test_a_plan_page_has_the_chart_the_power_by_domain_and_every_job(app, client
     plan = plan_checked(data)
     plan_id = finished(app, ResourceKind.plan, data, plan)
     html = page(client, f"/plans/{plan_id}")
-    assert re.search(rf'<noscript>\s*<img id="placement-chart" class="chart" src="/plans/{plan_id}/placement.png"', html)
+    assert re.search(
+        rf'<noscript>\s*<img id="placement-chart" class="chart" src="/plans/{plan_id}/placement.png"', html
+    )
     jobs = rows(html, "jobs")
     assert len(jobs) == len(plan.placements)
     for placement, row in zip(plan.placements, jobs, strict=True):
@@ -121,7 +123,9 @@ def test_user_text_is_escaped_in_pages_and_drawn_literally_in_charts(app, client
     assert "<script>" not in html and "<img src=x" not in html and "<g>" not in html
     assert html.count("</script>") == html.count("<script")  # the ids in the chart data cannot end its block
     assert {j["id"] for j in chart_data(html)["jobs"]} == {"<script>alert(1)</script>", "$\\frac{$"}
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;&lt;/script&gt;" in html
+    assert (
+        "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;&lt;/script&gt;" in html
+    )
     assert client.get(f"/plans/{plan_id}/placement.png").status_code == 200  # `$\frac{$` is no math text
     listing = page(client, "/")
     assert "<img src=x" not in listing and "&lt;img src=x onerror=alert(1)&gt;" in listing
@@ -164,13 +168,19 @@ def test_the_night_page_lists_every_job_with_its_devices_and_clock_times(app, cl
 
     table = rows(html, "jobs")
     assert len(table) == len(night.jobs)
-    for job, row in zip(night.jobs, table, strict=True):
+    for timeline, row in zip(night.jobs, table, strict=True):
         cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.DOTALL)
-        assert cells[0] == job.job and cells[1] == job.priority
-        for s in job.segments:
+        assert cells[0] == timeline.job and cells[1] == timeline.priority
+        for s in timeline.segments:
             for a in s.allocations:
                 assert f"{a.device} × {a.count} @ {a.cap_w:,.0f} W" in cells[2]
-        for column, hours in ((3, job.release_hours), (4, job.start_hours), (5, job.finish_hours), (7, job.deadline_hours)):
+        hours_by_column = (
+            (3, timeline.release_hours),
+            (4, timeline.start_hours),
+            (5, timeline.finish_hours),
+            (7, timeline.deadline_hours),
+        )
+        for column, hours in hours_by_column:
             if hours is None:
                 assert cells[column] == "—"
                 continue
@@ -234,7 +244,11 @@ def test_the_peak_and_the_instant_closest_to_the_budget_are_told_apart():
     view = pages.night_view(night.model_copy(update={"events": events}))
     assert (view.peak.at.text, view.peak.power_w, view.peak.budget_w) == ("01:00", 250.0, 300.0)  # the first of two
     assert view.peak.budget_of == "the night's budget" and view.peak.share == pytest.approx(250 / 300)
-    assert (view.tightest.at.text, view.tightest.share, view.tightest.budget_of) == ("00:00", 1.0, "the 00:00–01:00 window")
+    assert (view.tightest.at.text, view.tightest.share, view.tightest.budget_of) == (
+        "00:00",
+        1.0,
+        "the 00:00–01:00 window",
+    )
     same = pages.night_view(night.model_copy(update={"events": events[1:2]}))
     assert same.peak.at.text == "00:00" and same.tightest is None  # one instant: one line
 

@@ -44,7 +44,7 @@ def test_concurrent_deletes_of_an_unfinished_plan_all_answer_200_cancelled(make_
         plan_id = app.test_client().post("/v1/plans", json=copy.deepcopy(WORKLOAD)).get_json()["id"]
         if state == "solving":
             assert store.claim(plan_id) is not None
-        responses = _concurrently(3, lambda: app.test_client().delete(f"/v1/plans/{plan_id}"))
+        responses = _concurrently(3, lambda plan_id=plan_id: app.test_client().delete(f"/v1/plans/{plan_id}"))
         assert [r.status_code for r in responses] == [200, 200, 200]
         assert {r.get_json()["status"] for r in responses} == {"cancelled"}
         assert store.get(plan_id).status == PlanState.cancelled  # none of them deleted it

@@ -30,7 +30,12 @@ def test_each_size_limit_is_a_422_naming_its_path_and_setting_and_nothing_is_sto
     body = workload()
     body["jobs"] = [dict(body["jobs"][1], id=f"j{i}") for i in range(4)]
     body["devices"] = [
-        {"id": f"g{i}", "model": "m", "count": 4, "power_levels": [{"cap_w": 100.0 + k, "speed": 1.0} for k in range(3)]}
+        {
+            "id": f"g{i}",
+            "model": "m",
+            "count": 4,
+            "power_levels": [{"cap_w": 100.0 + k, "speed": 1.0} for k in range(3)],
+        }
         for i in range(3)
     ]
     body["power"] = {"budget_w": 1000.0}
@@ -135,7 +140,12 @@ def test_a_chart_too_large_to_draw_is_a_409_at_once_and_a_small_one_is_drawn(mak
 
 
 def test_the_limits_are_published_in_the_served_spec(make_app):
-    spec = make_app(MAX_JOBS=7, MAX_BUDGETS=9, MAX_TIME_LIMIT_S=11, MAX_NIGHT_HOURS=13).test_client().get("/openapi.json").get_json()
+    spec = (
+        make_app(MAX_JOBS=7, MAX_BUDGETS=9, MAX_TIME_LIMIT_S=11, MAX_NIGHT_HOURS=13)
+        .test_client()
+        .get("/openapi.json")
+        .get_json()
+    )
     schemas = spec["components"]["schemas"]
     assert schemas["Workload"]["properties"]["jobs"]["maxItems"] == 7
     assert schemas["NightQueue"]["properties"]["jobs"]["maxItems"] == 7

@@ -36,8 +36,8 @@ def test_the_milp_moves_a_job_off_slow_devices_as_soon_as_fast_ones_free_up():
     """Deciding X and L at the same instant, the MILP starts L on the slow devices; at 1 h L (elastic) moves to
     the fast ones: 1 h of work done, 0.1 h restart, 7 h of work at S = 4: it ends at 2.85 h, before 3 h."""
     plan = night_checked(fast_and_slow(), candidates=("milp",), restart_hours=0.1)
-    l = plan.jobs[1]
-    assert [(s.from_hours, pytest.approx(s.to_hours), s.restart, s.allocations[0].device) for s in l.segments] == [
+    long = plan.jobs[1]
+    assert [(s.from_hours, pytest.approx(s.to_hours), s.restart, s.allocations[0].device) for s in long.segments] == [
         (0.0, 1.0, False, "slow"),
         (1.0, 1.1, True, "fast"),
         (pytest.approx(1.1), 2.85, False, "fast"),
@@ -50,14 +50,20 @@ def grow_queue(elastic: bool) -> dict:
     restarts (0.1 h) and does its last hour of work in 0.25 h, ending at 3.35 h."""
     return workload(
         [device("g", "m", 4, [(100, 1.0)])],
-        [job("A", work=9, p=1.0, max_devices=3, priority="high"), job("B", work=4, p=1.0, max_devices=4, elastic=elastic)],
+        [
+            job("A", work=9, p=1.0, max_devices=3, priority="high"),
+            job("B", work=4, p=1.0, max_devices=4, elastic=elastic),
+        ],
     )
 
 
 def test_an_elastic_job_grows_onto_freed_devices_paying_its_restart():
     plan = night_checked(grow_queue(True), candidates=("dispatch-priority",), restart_hours=0.1)
     b = next(j for j in plan.jobs if j.job == "B")
-    assert [(s.from_hours, pytest.approx(s.to_hours), s.restart, sum(len(a.devices) for a in s.allocations)) for s in b.segments] == [
+    assert [
+        (s.from_hours, pytest.approx(s.to_hours), s.restart, sum(len(a.devices) for a in s.allocations))
+        for s in b.segments
+    ] == [
         (0.0, 3.0, False, 1),
         (3.0, 3.1, True, 4),
         (pytest.approx(3.1), 3.35, False, 4),
@@ -103,7 +109,12 @@ def chain_before_a_hard_deadline() -> dict:
 
 
 def test_hard_deadlines_propagate_to_the_jobs_a_hard_job_waits_on():
-    assert Fleet(NightQueue.load(chain_before_a_hard_deadline())).hard_deadlines == (None, pytest.approx(1.05), 2.05, None)
+    assert Fleet(NightQueue.load(chain_before_a_hard_deadline())).hard_deadlines == (
+        None,
+        pytest.approx(1.05),
+        2.05,
+        None,
+    )
 
 
 def test_the_hybrid_order_protects_a_hard_jobs_predecessor_and_orders_the_rest_by_smiths_rule():

@@ -1,4 +1,5 @@
-"""Random small queues: every timeline (planner, FIFO, EDF) verifies; the planner is deterministic, runs what can run."""
+"""Random small queues: every timeline (planner, FIFO, EDF) verifies; the planner is deterministic, runs what can
+run."""
 
 from __future__ import annotations
 

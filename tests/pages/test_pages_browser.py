@@ -80,7 +80,7 @@ def test_the_night_page_shows_every_job_where_and_when(site, browser, night_page
     labels = browser.execute_script(
         "return Chart.getChart(document.getElementById('night-timeline')).data.datasets.map(d => d.kind);"
     )
-    bars = [job for kind, jobs in zip(labels, drawn) if kind in PRIORITY_DATASETS for job in jobs]
+    bars = [job for kind, jobs in zip(labels, drawn, strict=True) if kind in PRIORITY_DATASETS for job in jobs]
     assert sorted(bars) == sorted(k for k, n in expected for _ in range(n))
     rows = browser.execute_script("return Chart.getChart(document.getElementById('night-timeline')).data.labels;")
     assert rows == [f"{u.device} #{i}" for u in night.summary.device_utilisation for i in range(u.count)]
@@ -98,7 +98,9 @@ def test_the_night_page_shows_every_job_where_and_when(site, browser, night_page
             assert cells[8] == ("met" if job.deadline_met else "missed")
 
     # Hovering the longest bar shows its job, devices and clock times.
-    k, seg = max(((k, s) for k, j in enumerate(night.jobs) for s in j.segments), key=lambda p: p[1].to_hours - p[1].from_hours)
+    k, seg = max(
+        ((k, s) for k, j in enumerate(night.jobs) for s in j.segments), key=lambda p: p[1].to_hours - p[1].from_hours
+    )
     job = night.jobs[k]
     dataset = labels.index("restart" if seg.restart else job.priority)
     index = drawn[dataset].index(k)
@@ -127,7 +129,8 @@ def test_the_night_page_shows_every_job_where_and_when(site, browser, night_page
     # Zooming narrows the time axis of both charts alike; "whole range" brings the night back.
     def x_range(canvas_id: str) -> list[float]:
         return browser.execute_script(
-            "const x = Chart.getChart(document.getElementById(arguments[0])).scales.x; return [x.min, x.max];", canvas_id
+            "const x = Chart.getChart(document.getElementById(arguments[0])).scales.x; return [x.min, x.max];",
+            canvas_id,
         )
 
     whole = x_range("night-timeline")
@@ -142,7 +145,7 @@ def test_the_night_page_shows_every_job_where_and_when(site, browser, night_page
     # in force then.
     horizon = max(night.hours, night.summary.makespan_hours, night.events[-1].at_hours)
     ends = [e.at_hours for e in night.events[1:]] + [horizon]
-    event, end = max(zip(night.events, ends), key=lambda p: p[1] - p[0].at_hours)
+    event, end = max(zip(night.events, ends, strict=True), key=lambda p: p[1] - p[0].at_hours)
     hover_at(browser, "night-power", (event.at_hours + end) / 2 / horizon, 0.5)
     power_tip = browser.find_element(By.ID, "power-tip")
     assert power_tip.is_displayed()
@@ -201,7 +204,8 @@ def test_the_plan_page_placement_chart(site, browser, tmp_path):
         ".map(ds => ds.data.map(p => p.idle ? null : [p.job, p.count, p.group]));"
     )
     dataset, index = max(
-        ((d, i) for d, points in enumerate(bars) for i, p in enumerate(points) if p), key=lambda di: bars[di[0]][di[1]][1]
+        ((d, i) for d, points in enumerate(bars) for i, p in enumerate(points) if p),
+        key=lambda di: bars[di[0]][di[1]][1],
     )
     k, count, group = bars[dataset][index]
     placement = plan.placements[k]

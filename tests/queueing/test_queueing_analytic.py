@@ -50,13 +50,19 @@ def test_two_class_non_preemptive_priority_is_cobham(c):
     result = analyze(study([klass("hi", "high", l1, 1 / mu), klass("lo", "low", l2, 1 / mu)], servers=c))
     s1, s2 = l1 / (c * mu), (l1 + l2) / (c * mu)
     w0 = erlang_c_by_definition(c, (l1 + l2) / mu) / (c * mu)
-    assert [k.mean_wait_hours for k in result.classes] == pytest.approx([w0 / (1 - s1), w0 / ((1 - s1) * (1 - s2))], rel=TOL)
+    assert [k.mean_wait_hours for k in result.classes] == pytest.approx(
+        [w0 / (1 - s1), w0 / ((1 - s1) * (1 - s2))], rel=TOL
+    )
     assert all(k.method_detail.startswith("exact") for k in result.classes)
 
 
 def test_three_class_non_preemptive_priority_is_cobham_in_input_order():
     c, mu, rates = 3, 2.0, [1.0, 2.0, 1.5]
-    classes = [klass("lo", "low", rates[2], 1 / mu), klass("hi", "critical", rates[0], 1 / mu), klass("mid", "normal", rates[1], 1 / mu)]
+    classes = [
+        klass("lo", "low", rates[2], 1 / mu),
+        klass("hi", "critical", rates[0], 1 / mu),
+        klass("mid", "normal", rates[1], 1 / mu),
+    ]
     result = analyze(study(classes, servers=c))
     w0 = erlang_c_by_definition(c, sum(rates) / mu) / (c * mu)
     sigma = [0.0] + list(itertools.accumulate(r / (c * mu) for r in rates))
@@ -68,11 +74,14 @@ def test_three_class_non_preemptive_priority_is_cobham_in_input_order():
 def test_preemptive_mm1_with_unequal_means_is_the_textbook_formula():
     """T_k = ((1/mu_k)(1 - s_k) + sum_{i<=k} lambda_i / mu_i^2) / ((1 - s_k-1)(1 - s_k)) (Kleinrock, vol. 2)."""
     rates, means = [0.3, 0.2, 0.1], [0.5, 1.0, 2.0]
-    classes = [klass(n, p, r, m) for n, p, r, m in zip(["a", "b", "c"], ["critical", "high", "low"], rates, means)]
+    classes = [
+        klass(n, p, r, m) for n, p, r, m in zip(["a", "b", "c"], ["critical", "high", "low"], rates, means, strict=True)
+    ]
     result = analyze(study(classes, servers=1, discipline="preemptive"))
-    s = [0.0] + list(itertools.accumulate(r * m for r, m in zip(rates, means)))
+    s = [0.0] + list(itertools.accumulate(r * m for r, m in zip(rates, means, strict=True)))
     expected = [
-        (means[k] * (1 - s[k + 1]) + sum(rates[i] * means[i] ** 2 for i in range(k + 1))) / ((1 - s[k]) * (1 - s[k + 1]))
+        (means[k] * (1 - s[k + 1]) + sum(rates[i] * means[i] ** 2 for i in range(k + 1)))
+        / ((1 - s[k]) * (1 - s[k + 1]))
         for k in range(3)
     ]
     assert responses(result) == pytest.approx(expected, rel=TOL)
@@ -82,7 +91,9 @@ def test_preemptive_mm1_with_unequal_means_is_the_textbook_formula():
 def test_preemptive_mm1_with_equal_means_is_the_simple_form():
     """T_k = (1/mu) / ((1 - s_k-1)(1 - s_k)) when every class has the same exponential service."""
     mu, rates = 2.0, [0.5, 0.7]
-    result = analyze(study([klass("a", "high", rates[0], 1 / mu), klass("b", "low", rates[1], 1 / mu)], discipline="preemptive"))
+    result = analyze(
+        study([klass("a", "high", rates[0], 1 / mu), klass("b", "low", rates[1], 1 / mu)], discipline="preemptive")
+    )
     s1, s2 = rates[0] / mu, sum(rates) / mu
     assert responses(result) == pytest.approx([1 / mu / (1 - s1), 1 / mu / ((1 - s1) * (1 - s2))], rel=TOL)
 
@@ -91,7 +102,9 @@ def test_preemptive_mm1_with_equal_means_is_the_simple_form():
 def test_preemptive_mmc_with_equal_means_aggregates_the_higher_classes(c):
     """Classes 1..k form an M/M/c queue: lambda_k T_k = L(1..k) - L(1..k-1) by Little's law."""
     mu, rates = 1.0, [0.3 * c, 0.25 * c, 0.3 * c]
-    classes = [klass(n, p, r, 1 / mu) for n, p, r in zip(["a", "b", "c"], ["critical", "high", "normal"], rates)]
+    classes = [
+        klass(n, p, r, 1 / mu) for n, p, r in zip(["a", "b", "c"], ["critical", "high", "normal"], rates, strict=True)
+    ]
     result = analyze(study(classes, servers=c, discipline="preemptive"))
     upto = list(itertools.accumulate(rates))
     numbers = [0.0] + [mmc_number_in_system(c, lam, mu) for lam in upto]
@@ -110,7 +123,9 @@ def test_mg1_non_preemptive_is_pollaczek_khinchine_for_any_scv():
 
 @pytest.mark.parametrize("discipline", ["non_preemptive", "preemptive"])
 def test_multi_server_general_service_is_labelled_an_approximation(discipline):
-    result = analyze(study([klass("a", "high", 1.0, 1.0, 4.0), klass("b", "low", 1.0, 1.0, 4.0)], servers=3, discipline=discipline))
+    result = analyze(
+        study([klass("a", "high", 1.0, 1.0, 4.0), klass("b", "low", 1.0, 1.0, 4.0)], servers=3, discipline=discipline)
+    )
     assert all(k.method_detail.startswith("approximation: Bondi & Buzen") for k in result.classes)
 
 
@@ -124,7 +139,9 @@ def test_approximation_at_scv_one_and_equal_means_meets_the_exact_non_preemptive
 
 def test_service_time_is_work_over_the_amdahl_speedup_of_a_server():
     """d = 2 devices of speed 1.68 at 400 W, p = 0.9: S = 1 / ((1 - p) / s + p / (2 s))."""
-    doc = study([klass("a", "high", 0.5, 3.0, p=0.9, d=2, cap_w=400.0)], levels=[(400.0, 1.68), (200.0, 1.025)], count=5)
+    doc = study(
+        [klass("a", "high", 0.5, 3.0, p=0.9, d=2, cap_w=400.0)], levels=[(400.0, 1.68), (200.0, 1.025)], count=5
+    )
     result = analyze(doc)
     s = 1 / (0.1 / 1.68 + 0.9 / (2 * 1.68))
     m = 3.0 / s
@@ -148,7 +165,9 @@ def test_load_at_or_above_capacity_is_unstable_with_a_reason_and_no_numbers(rate
     assert result.status == StudyStatus.unstable and not result.stable
     assert "offered load" in result.reason and ">= 1 servers" in result.reason
     assert result.mean_power_w is None
-    assert all(k.mean_wait_hours is None and k.mean_response_hours is None and k.utilization is None for k in result.classes)
+    assert all(
+        k.mean_wait_hours is None and k.mean_response_hours is None and k.utilization is None for k in result.classes
+    )
 
 
 def hand_preemptive_mm1(caps):
@@ -173,7 +192,10 @@ def test_caps_minimise_mean_power_under_the_targets_by_exhaustive_search():
     assert result.status == StudyStatus.ok and result.meets_targets is True
     assert result.caps_chosen == ("hi", "lo") and result.combinations_evaluated == 4
     # The front: (47.5 W, 2.0 h) at 60/60 and (55.75 W, 1.4286 h) at 100/60; 60/100 and 100/100 are dominated.
-    assert [(round(p.mean_power_w, 6), round(p.high_priority_response_hours, 4)) for p in result.front] == [(47.5, 2.0), (55.75, 1.4286)]
+    assert [(round(p.mean_power_w, 6), round(p.high_priority_response_hours, 4)) for p in result.front] == [
+        (47.5, 2.0),
+        (55.75, 1.4286),
+    ]
     assert [p.meets_targets for p in result.front] == [False, True]
 
 
@@ -191,8 +213,15 @@ def test_given_caps_are_kept_and_give_no_front():
 
 
 def test_front_is_non_dominated_and_covers_every_stable_combination():
-    doc = study([klass("a", "high", 0.8, 1.0, 4.0, cap_w=None), klass("b", "normal", 0.6, 1.5, cap_w=None),
-                 klass("c", "low", 0.5, 2.0, 0.5, cap_w=None)], servers=3, levels=[(100.0, 1.0), (80.0, 0.95), (60.0, 0.8)])
+    doc = study(
+        [
+            klass("a", "high", 0.8, 1.0, 4.0, cap_w=None),
+            klass("b", "normal", 0.6, 1.5, cap_w=None),
+            klass("c", "low", 0.5, 2.0, 0.5, cap_w=None),
+        ],
+        servers=3,
+        levels=[(100.0, 1.0), (80.0, 0.95), (60.0, 0.8)],
+    )
     result = analyze(doc)
     front = [(p.mean_power_w, p.high_priority_response_hours) for p in result.front]
     assert front == sorted(front) and all(b[1] < a[1] for a, b in itertools.pairwise(front))
@@ -235,10 +264,16 @@ def test_random_stable_studies_have_positive_responses_that_grow_with_load(doc, 
     assert base.stable and base.status == StudyStatus.ok
     for k in base.classes:
         assert k.mean_wait_hours >= 0 and k.mean_response_hours >= k.service_mean_hours > 0
-    busier = {**doc, "classes": [{**k, "arrival_rate_per_hour": k["arrival_rate_per_hour"] * factor} for k in doc["classes"]]}
+    busier = {
+        **doc,
+        "classes": [{**k, "arrival_rate_per_hour": k["arrival_rate_per_hour"] * factor} for k in doc["classes"]],
+    }
     heavier = analyze(busier)
     if not heavier.stable:
         assert base.offered_load * factor >= base.servers * (1 - 1e-12)
         return
-    for before, after in zip(base.classes, heavier.classes):
-        assert after.mean_response_hours >= before.mean_response_hours * (1 - 1e-12), (before.name, before.method_detail)
+    for before, after in zip(base.classes, heavier.classes, strict=True):
+        assert after.mean_response_hours >= before.mean_response_hours * (1 - 1e-12), (
+            before.name,
+            before.method_detail,
+        )

@@ -85,13 +85,17 @@ def test_cross_field_problems_are_all_reported_at_once():
 def test_groups_of_one_model_must_be_identical():
     doc = valid()
     doc["devices"].append({**copy.deepcopy(doc["devices"][0]), "id": "b", "idle_w": 20.0})
-    doc["devices"].append({**copy.deepcopy(doc["devices"][0]), "id": "c", "power_levels": [{"cap_w": 100.0, "speed": 2.0}]})
+    doc["devices"].append(
+        {**copy.deepcopy(doc["devices"][0]), "id": "c", "power_levels": [{"cap_w": 100.0, "speed": 2.0}]}
+    )
     assert set(problems(doc)) == {"devices[1].idle_w", "devices[2].power_levels"}
 
 
 def test_servers_larger_than_every_group_are_refused():
     doc = study([klass("a", "high", 0.1, 1.0, d=4)], count=3)
-    assert problems(doc) == {"classes[0].devices_per_job": "no device group has 4 devices, so there is no server of 4 devices"}
+    assert problems(doc) == {
+        "classes[0].devices_per_job": "no device group has 4 devices, so there is no server of 4 devices"
+    }
 
 
 def test_catalog_models_fill_power_levels_and_idle_draw():

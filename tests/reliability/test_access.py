@@ -36,7 +36,7 @@ def test_every_route_but_the_public_ones_answers_401_without_the_token(guarded):
     rules = {rule for _, rule, _ in routes}
     assert {"/v1/plans", "/v1/plans/<plan_id>", "/v1/verify"} <= rules, rules
     checked = 0
-    for method, rule, endpoint in routes:
+    for method, _, endpoint in routes:
         url = url_for_rule(app, endpoint, plan_id)
         for why, headers in WRONG.items():
             response = client.open(url, method=method, headers=headers, json=tiny_workload())
