@@ -19,13 +19,13 @@ CostEntries = tuple[str, np.ndarray, np.ndarray]  # (variable block, positions i
 class ModelBuilder(ABC):
     """A linear model under construction: what the constraint families and objectives may call (no solving here)."""
 
-    tie_break_weight: float = 0.0  # set by the objective; see optsched.objectives
+    tie_break_weight: float = 0.0  # set by the objective; see optsched.model.objectives
 
     @property
-    def cut_keys(self) -> set:
+    def cut_keys(self) -> set[tuple[int, float]]:
         """(job, t) of every tangent cut in the model, so that none is added twice."""
         if "_cut_keys" not in self.__dict__:
-            self._cut_keys: set = set()
+            self._cut_keys: set[tuple[int, float]] = set()
         return self._cut_keys
 
     @abstractmethod

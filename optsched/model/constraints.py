@@ -17,8 +17,8 @@ from collections.abc import Callable
 import numpy as np
 
 from optsched.model.amdahl import initial_tangent_points
+from optsched.model.builder import Entries, Row, Term
 from optsched.model.builder import ModelBuilder as Builder
-from optsched.model.builder import Term
 from optsched.model.data import ModelData
 from optsched.model.expressions import budgets, groups_in, idle_draw, power_terms  # noqa: F401 - re-exported for the families' users
 from optsched.model.objectives import OBJECTIVES, ExtraObjective
@@ -149,7 +149,7 @@ def add_tangent_cut(b: Builder, data: ModelData, j: int, t: float) -> bool:
     return True
 
 
-def _new_tangent_cut(b: Builder, data: ModelData, j: int, t: float):
+def _new_tangent_cut(b: Builder, data: ModelData, j: int, t: float) -> Row | None:
     """The row of the cut at t, recorded in b.cut_keys; None when the job already has it."""
     key = (j, round(t, 9))
     if key in b.cut_keys:
@@ -187,7 +187,9 @@ def add_power_budgets(b: Builder, data: ModelData) -> None:
     """sum_g idle_g count_g + sum (cap_gl - idle_g) n[j,g,l] <= budget  (W), for the fleet and each named domain."""
     o = data.option_arrays
     by_group = np.lexsort((np.arange(len(o.group)), o.group))  # the order of power_terms: group by group
-    keys, limits, entries = [], [], []
+    keys: list[str] = []
+    limits: list[float] = []
+    entries: list[Entries] = []
     for domain, limit in budgets(data):
         groups = groups_in(data, domain)
         # A scope with no placeable device draws a constant; precheck already compared it with its budget.

@@ -7,6 +7,7 @@ from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import NDArray
 
 from optsched.model.objectives import OBJECTIVES
 from optsched.schema.workload import DeviceGroup, Job, PowerLevel, Workload
@@ -84,9 +85,11 @@ class Arrays:
     level_cap: np.ndarray  # [K] W
     top_speed: np.ndarray  # [G] fastest kept level speed
 
-    def speeds(self, jobs: np.ndarray | slice = slice(None)) -> np.ndarray:
+    def speeds(self, jobs: np.ndarray | slice = slice(None)) -> NDArray[np.float64]:
         """[J', K] speed of each kept level for each job (0 where not eligible)."""
-        return (self.factor[jobs][:, self.level_group] * self.level_speed) * self.eligible[jobs][:, self.level_group]
+        levels = self.level_group
+        speeds: NDArray[np.float64] = self.factor[jobs][:, levels] * self.level_speed * self.eligible[jobs][:, levels]
+        return speeds
 
 
 def workload_arrays(workload: Workload, must: tuple[int, ...]) -> Arrays:

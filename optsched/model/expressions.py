@@ -22,7 +22,8 @@ def idle_draw(data: ModelData, domain: str | None = None) -> float:
 def power_terms(data: ModelData, domain: str | None = None) -> tuple[float, list[Term]]:
     """Watts drawn: idle draw of every device (constant) plus (cap - idle) per allocated device, optionally in one
     domain."""
-    terms = [("n", o.key, o.cap_w - o.idle_w) for g in groups_in(data, domain) for o in data.options_of_group[g]]
+    options = [o for g in groups_in(data, domain) for o in data.options_of_group[g]]
+    terms: list[Term] = [("n", o.key, o.cap_w - o.idle_w) for o in options]
     return idle_draw(data, domain), terms
 
 

@@ -267,10 +267,11 @@ def check_allocations(ctx: _Ctx) -> list[str]:
                     out.append(
                         f"{label}: segment {k} names devices {list(a.devices)} of {a.device!r}, which has {group.count}"
                     )
-                if ctx.level(job, group, a.cap_w, a.speed) is None:
+                level = ctx.level(job, group, a.cap_w, a.speed)
+                if level is None:
                     out.append(f"{label}: segment {k}: {a.device!r} has no power level with cap {a.cap_w:g} W")
                 else:
-                    want = device_speed(job, group, ctx.level(job, group, a.cap_w, a.speed))
+                    want = device_speed(job, group, level)
                     if not ctx.close(a.speed, want):
                         out.append(
                             f"{label}: segment {k}: {a.device!r} at {a.cap_w:g} W reports speed {a.speed:g}, "
@@ -437,13 +438,13 @@ def check_failures(ctx: _Ctx) -> list[str]:
                 out.append(f"{label}: segment {k} rolls back work although none of its devices fails at its end")
             previous = s
     for e in ctx.p.events:
-        want = {}
+        down: dict[str, list[int]] = {}
         for (device, i), spans in sorted(ctx.down.items()):
             if any(a <= e.at_hours + TIME_TOL_HOURS and e.at_hours + TIME_TOL_HOURS < b for a, b in spans):
-                want.setdefault(device, []).append(i)
+                down.setdefault(device, []).append(i)
         got = {d: list(ix) for d, ix in e.down.items()}
-        if got != want:
-            out.append(f"event at {e.at_hours:g} h: reports devices down {got}, the failures give {want}")
+        if got != down:
+            out.append(f"event at {e.at_hours:g} h: reports devices down {got}, the failures give {down}")
     return out
 
 
