@@ -2,7 +2,7 @@
 
 One blueprint per resource (plans, night-plans, frontiers, verify, health) and one for the HTML viewer (api/viewer.py,
 templates in api/templates); errors become problem+json in api/errors.py; the store and the solve queue live in the
-optsched library (optsched.store, optsched.jobs) so other front ends reuse them.
+optsched library (optsched.infra.store, optsched.service.kinds) so other front ends reuse them.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 OPTSCHED_TEST_KILL_AT=commit:N kills at the Nth transaction commit of the HTTP worker, after the transaction's
 statements ran and before SQLite commits them; write:N kills right after the Nth INSERT/UPDATE/DELETE ran,
 mid-transaction. Unset, this is plain `optsched serve`. The hooks are SQLAlchemy events on every Engine,
-installed before gunicorn forks its worker, so the store's own code runs unchanged.
+installed before the supervisor forks the HTTP process, so the store's own code runs unchanged.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def bearer_matches(token: str) -> bool:
 
 def require_json_body() -> None:
     """415 unless the body is declared JSON, 400 unless it parses (413 comes from reading it past the limit), 422
-    when it is too deep or holds too many items to validate cheaply (optsched.limits.check_document)."""
+    when it is too deep or holds too many items to validate cheaply (optsched.schema.limits.check_document)."""
     if request.method not in ("POST", "PUT", "PATCH"):
         return
     if not request.is_json:

@@ -773,7 +773,7 @@ def _md_crash(f: dict[str, Any]) -> list[str]:
         "",
         *_table(
             [
-                ("kills (SIGKILL of gunicorn, HTTP worker and solver processes)", f["kills"]),
+                ("kills (SIGKILL of the supervisor, HTTP process and solver processes)", f["kills"]),
                 (
                     "... of which inside a database write (failpoint at a random commit or INSERT/UPDATE)",
                     f["kills_inside_database_writes"],

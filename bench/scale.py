@@ -198,7 +198,7 @@ def _row_ids(store: PlanStore) -> list[str]:
 
 def api_cost(count: int = 200) -> dict[str, float]:
     """Milliseconds of API process time per POST (respond-async) and per GET of a plan with the RQ queue: the
-    Flask app in this process (no HTTP server, so add ~1 ms per request for gunicorn), PostgreSQL and Redis."""
+    Flask app in this process (no HTTP server, so add ~1 ms per request for the HTTP server), PostgreSQL and Redis."""
     from api import create_app, services, shutdown
 
     token = uuid.uuid4().hex[:8]
@@ -300,7 +300,7 @@ def report(runs: list[Run], small_runs: list[Run], items: list[Item], load: tupl
             f"on Redis): {api['post_cpu_ms']:.1f} ms of CPU per request ({api['post_wall_ms']:.1f} ms wall); "
             "GET /v1/plans/{id}: "
             f"{api['get_cpu_ms']:.1f} ms of CPU ({api['get_wall_ms']:.1f} ms wall). Measured in-process with the Flask "
-            "test client (no HTTP server: gunicorn adds about 1 ms per request).",
+            "test client (no HTTP server: an HTTP server adds about 1 ms per request).",
         ]
     lines += [
         "",

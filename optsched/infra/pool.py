@@ -1,6 +1,6 @@
 """The solve queue: plans go in by id, a bounded pool of worker processes solves them, results go to the store.
 
-A queued row is a resource of one kind (optsched.store.ResourceKind): a plan, a night plan or a frontier. The
+A queued row is a resource of one kind (optsched.infra.tables.ResourceKind): a plan, a night plan or a frontier. The
 queue itself only sees ids; a worker turns a claimed row into a `SolveTask` and the `Runner` the service layer
 gives the queue runs it (optsched.service.kinds: each kind's Python API, the same calls the CLI makes).
 

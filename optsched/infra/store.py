@@ -182,7 +182,7 @@ class PlanStore:
     def __init__(self, url: str = DEFAULT_DATABASE_URL, *, engine: Engine | None = None):
         self.url = url
         self.engine = engine or _create_engine(url)
-        # The schema is Alembic's (optsched/migrations): a new database is created, an older one upgraded.
+        # The schema is Alembic's (optsched/infra/migrations): a new database is created, an older one upgraded.
 
         upgrade(self.engine)
 

@@ -11,7 +11,7 @@ DEFAULT_DATABASE_URL = "sqlite:///./var/optsched.db"
 
 
 class ResourceKind(StrEnum):
-    """What a row holds, and so which Python API its worker calls (optsched.jobs.KINDS)."""
+    """What a row holds, and so which Python API its worker calls (optsched.service.kinds.KINDS)."""
 
     plan = "plan"  # optsched.plan(workload)
     night = "night"  # optsched.plan_night(queue, **params)

@@ -5,7 +5,7 @@ Variables: n[j,g,l] devices of group g at level l given to job j (integer), h[j,
 row each), S[j] the modelled speedup, which over-estimates the exact one through tangent planes of the
 concave S(X, Y) = XY / (X + Y) with X = s_host / (1 - p) and Y = R / p.
 
-The families are written once against `Builder` (optsched.backends): the Pyomo backend turns them into
+The families are written once against `Builder` (optsched.solve.backends): the Pyomo backend turns them into
 Pyomo components, the HiGHS backend into one sparse matrix; both solve the same formulation.
 """
 

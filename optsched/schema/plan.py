@@ -84,7 +84,8 @@ class Plan(_Frozen):
     devices: tuple[DeviceUse, ...] = ()
     diagnosis: tuple[str, ...] = Field(default=(), description="Why there is no plan, in plain language.")
     suggestions: tuple[Suggestion, ...] = Field(
-        default=(), description="The fewest and smallest changes after which there is one (optsched.elastic)."
+        default=(),
+        description="The fewest and smallest changes after which there is one (optsched.explain.suggestions).",
     )
     warnings: tuple[str, ...] = ()
     rounds: int = Field(default=0, description="Cut-refinement rounds (MILP solves) used.")

@@ -2,7 +2,7 @@
 
 Clients POST each workload with its own Idempotency-Key until the service answers 201/202 (a retry after a
 crash returns the plan the first attempt created, if it got that far). The server runs in its own process
-group; each cycle ends with SIGKILL of the whole group (gunicorn, HTTP worker, solver processes):
+group; each cycle ends with SIGKILL of the whole group (supervisor, waitress HTTP process, solver processes):
 - the first while a plan is solving (so that recovery has work to do),
 - then alternately at a random moment, or from inside the server at its Nth database commit or write
   (api/failpoints.py): mid-transaction, the moment a crash can hurt a database most.

@@ -1,7 +1,7 @@
 """`optsched serve` as a subprocess on 127.0.0.1, in its own process group: start, SIGKILL, restart.
 
 Shared by the reliability tests and benchmarks. Every server runs in a new session, so killing its process
-group takes gunicorn, its HTTP worker and the solver processes down together (as a `kill -9` of a container
+group takes the supervisor, its HTTP process and the solver processes down together (as a `kill -9` of a container
 would), and nothing outlives the caller: `LiveServer` is a context manager that kills the group on exit.
 """
 
@@ -85,7 +85,7 @@ class LiveServer:
         return self.process is not None and self.process.poll() is None
 
     def kill(self) -> None:
-        """SIGKILL the whole process group (gunicorn, its worker, the solver processes) and reap the leader."""
+        """SIGKILL the whole process group (supervisor, HTTP process, solver processes) and reap the leader."""
         if self.process is None:
             return
         try:
@@ -96,7 +96,7 @@ class LiveServer:
         _wait_group_gone(self.process.pid)
 
     def stop(self, timeout_s: float = 15.0) -> None:
-        """SIGTERM (gunicorn's graceful stop), then SIGKILL what is left of the group."""
+        """SIGTERM (the supervisor's graceful stop), then SIGKILL what is left of the group."""
         if self.process is None:
             return
         try:
@@ -107,7 +107,7 @@ class LiveServer:
         self.kill()
 
     def pids(self) -> dict[str, list[int]]:
-        """The group's processes by role: `arbiter`, `http` (gunicorn worker) and `solvers`."""
+        """The group's processes by role: `arbiter`, `http` (the waitress process) and `solvers`."""
         if not self.alive():
             return {"arbiter": [], "http": [], "solvers": []}
         tree = process_tree(self.process.pid)

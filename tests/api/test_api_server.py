@@ -1,4 +1,4 @@
-"""The real server: `optsched serve` (gunicorn) as a subprocess, spoken to over HTTP."""
+"""The real server: `optsched serve` (waitress) as a subprocess, spoken to over HTTP."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ def test_plans_survive_a_hard_kill_of_the_server(tmp_path):
         while requests.get(base + locations[0], timeout=5).json()["status"] != "solving":
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        # leaving the block SIGKILLs gunicorn and its solver processes mid-solve
+        # leaving the block SIGKILLs the server and its solver processes mid-solve
     with server(database, log, free_port()) as base:
         finals = [poll(base, location, timeout_s=60) for location in locations]
     assert all(f["status"] in FINAL for f in finals), finals

@@ -1,7 +1,7 @@
 """Fixtures for the reliability tests: in-process apps on throwaway SQLite files, and real servers.
 
-The promises and their figures are in bench/results/reliability.md; docs/reliability.md says which test proves
-which promise.
+The promises and their figures are in bench/results/reliability.md; README.md ("Reliability and security") says
+which test proves which promise.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Promise 2: every plan is feasible, and no baseline beats a plan reported `optimal`.
 
-Hypothesis generates workloads with every feature on at random (tests/factories.tiny_workloads: priorities,
+Hypothesis generates workloads with every feature on at random (optsched.testing.factories.tiny_workloads: priorities,
 deadlines, memory, allowed models, speed_on, fleet and domain budgets, both objectives), larger than the
 exhaustive oracle can check. Each plan goes through the independent verifier; every baseline registered in
 optsched.baselines.BASELINES runs on the same workload and must verify too; an `optimal` plan must be at least

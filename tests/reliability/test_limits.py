@@ -181,7 +181,7 @@ def test_a_full_queue_answers_503_with_retry_after_exactly_at_its_bound_under_co
 
 
 def hard_workload(time_limit_s: float = 2.0) -> dict:
-    """60 jobs at gap 0: plans come quickly, the proof does not (bench/instances.py size T)."""
+    """60 jobs at gap 0: plans come quickly, the proof does not (optsched/testing/instances.py size T)."""
     return generate("T", 0, options={"time_limit_s": time_limit_s, "mip_gap": 0.0}).model_dump(mode="json")
 
 

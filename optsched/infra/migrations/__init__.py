@@ -2,7 +2,7 @@
 
 `optsched.infra.store.PlanStore` calls `upgrade` when it opens a database, on SQLite and PostgreSQL alike, so every
 API process, worker and batch run finds the schema it expects. The revisions ship inside the package
-(`optsched/migrations/versions`), so an installed wheel migrates too. Concurrent starts are safe: on PostgreSQL
+(`optsched/infra/migrations/versions`), so an installed wheel migrates too. Concurrent starts are safe: on PostgreSQL
 the upgrade holds an advisory lock in its (transactional DDL) transaction; elsewhere a start that loses the race
 sees the schema already at head and retries.
 
