@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install plan serve night test test-fast architecture bench bench-large clean
+.PHONY: install plan serve night test test-fast architecture lint bench bench-large clean
 
 install: $(STAMP)
 
@@ -33,6 +33,12 @@ test-fast: install architecture
 # The import graph: no cycles, arrows only down the layers (optsched/testing/architecture.py).
 architecture: install
 	$(BIN)/python -m optsched.testing.architecture
+
+# The gates: ruff (pyproject.toml [tool.ruff]) over the repository and mypy over optsched and api, both at zero
+# findings; strict on optsched.schema, optsched.model and optsched.verify ([tool.mypy] and its overrides).
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 bench: install
 	$(BIN)/python -m bench.planner
