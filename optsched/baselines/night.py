@@ -80,11 +80,11 @@ class ListPolicy:
                 return False
         instants = [view.t] + [b for b in fleet.boundaries if view.t + TIME_TOL_HOURS < b < end - TIME_TOL_HOURS]
         for at in instants:
-            budget = fleet.budget_at(at)
-            if budget is None:
+            fleet_budget = fleet.budget_at(at)
+            if fleet_budget is None:
                 continue
             still = [u for i, u in uses.items() if at == view.t or ends[i] > at + TIME_TOL_HOURS]
-            if fleet.power([*still, candidate])[0] > budget + 1e-9:
+            if fleet.power([*still, candidate])[0] > fleet_budget + 1e-9:
                 return False
         return True
 
@@ -151,7 +151,8 @@ class EasyPolicy(ListPolicy):
         still to come (else min_devices): a request no budget can ever hold would block the queue for good."""
         fleet = view.fleet
         budgets = [fleet.budget_at(view.t), *(b for _, b in fleet.future_budgets(view.t))]
-        highest = None if any(b is None for b in budgets) else max(budgets)
+        known = [b for b in budgets if b is not None]
+        highest = max(known) if len(known) == len(budgets) else None
         up = list(view.up) if view.up else [g.count for g in fleet.queue.devices]
         for k in range(want, fleet.jobs[j].min_devices, -1):
             total, by_domain = fleet.power([_fastest(view, j, up, k)])

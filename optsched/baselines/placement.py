@@ -32,7 +32,8 @@ def lp_relaxation(data: ModelData, deadline: float) -> tuple[dict[tuple[int, int
     result = tighten_relaxation(b, data, deadline, threads=None)
     if result is None or result.values is None:
         return None, None
-    n = b.values(result, "n", (o.key for o in data.options))
+    values = b.values(result, "n", (o.key for o in data.options))
+    n = {o.key: values[o.key] for o in data.options}
     return n, primary_bound(b, data, OBJECTIVES[data.workload.objective], result.bound)
 
 

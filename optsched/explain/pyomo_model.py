@@ -9,6 +9,7 @@ from optsched.model.data import ModelData
 from optsched.schema.workload import Workload
 from optsched.solve.backends import build_model
 from optsched.solve.planner import WorkloadSource
+from optsched.solve.pyomo_backend import PyomoBuilder
 
 if TYPE_CHECKING:
     import pyomo.environ
@@ -21,4 +22,7 @@ def pyomo_model(
     and one constraint per family: optsched.solve.pyomo_backend). The planner adds tangent cuts while it solves,
     so this holds only the initial ones. Raises InvalidWorkload; never mutates the input."""
     data = ModelData(Workload.load(source))
-    return build_model(data, backend="pyomo", extra_functionality=extra_functionality).model
+    builder = build_model(data, backend="pyomo", extra_functionality=extra_functionality)
+    if not isinstance(builder, PyomoBuilder):
+        raise TypeError(f"the pyomo backend built a {type(builder).__name__}")
+    return builder.model

@@ -12,6 +12,7 @@ import math
 import time
 from typing import Any
 
+from optsched.model.builder import ModelBuilder, Row, Term
 from optsched.model.data import ModelData
 from optsched.model.expressions import budgets, power_terms
 from optsched.schema.plan import Suggestion
@@ -21,6 +22,7 @@ from optsched.solve.extract import exact_speedups
 from optsched.solve.highs import Outcome
 
 INF = math.inf
+Objective = tuple[list[Term], float]  # (terms, constant) of one lexicographic stage, minimised
 
 
 def suggest_changes(workload: Workload, *, time_limit_s: float = 20.0) -> list[Suggestion]:
@@ -43,7 +45,9 @@ def suggest_changes(workload: Workload, *, time_limit_s: float = 20.0) -> list[S
     size = _relative_size(data, must, blocked)
     result = _minimise(b, size, deadline) or result
     _cap(b, size, result.incumbent)
-    fastest = [("S", j, -1.0 / max(data.best_speedup(j), 1e-9)) for j in must if _has_deadline(data, j, blocked)]
+    fastest: list[Term] = [
+        ("S", j, -1.0 / max(data.best_speedup(j), 1e-9)) for j in must if _has_deadline(data, j, blocked)
+    ]
     result = _minimise(b, (fastest, 0.0), deadline) or result
     return items + _read_suggestions(b, data, must, blocked, result)
 
@@ -68,6 +72,14 @@ def _has_deadline(data: ModelData, j: int, blocked: set[int]) -> bool:
     return data.jobs[j].deadline_hours is not None and j not in blocked
 
 
+def _deadline(data: ModelData, j: int) -> float:
+    """D of job j, one of the jobs _has_deadline keeps."""
+    deadline = data.jobs[j].deadline_hours
+    if deadline is None:
+        raise ValueError(f"job {data.jobs[j].id!r} has no deadline")
+    return deadline
+
+
 def _relaxed(workload: Workload, must: list[int]) -> Workload:
     """The workload with the hard rules lifted (deadlines of must-run jobs, budgets, forced admission): the
     elastic rows put them back with slacks."""
@@ -84,13 +96,13 @@ def _budget_names(data: ModelData) -> list[tuple[str, float]]:
     return [("*" if d is None else d, limit) for d, limit in budgets(data)]
 
 
-def _add_elastic_rows(b: Builder, data: ModelData, must: list[int], blocked: set[int]) -> None:
+def _add_elastic_rows(b: ModelBuilder, data: ModelData, must: list[int], blocked: set[int]) -> None:
     add_elastic_power_budgets(b, data)
     add_elastic_deadlines(b, data, [j for j in must if _has_deadline(data, j, blocked)])
     add_deadline_shortfall(b, data, [j for j in must if _has_deadline(data, j, blocked)])
 
 
-def add_elastic_power_budgets(b: Builder, data: ModelData) -> None:
+def add_elastic_power_budgets(b: ModelBuilder, data: ModelData) -> None:
     """idle + sum (cap - idle) n - sigma_b <= budget_b,  0 <= sigma_b <= (peak_b - budget_b) y_b  (W)."""
     names = _budget_names(data)
     peaks = {
@@ -99,7 +111,7 @@ def add_elastic_power_budgets(b: Builder, data: ModelData) -> None:
     }
     b.add_variables("sigma", [n for n, _ in names], [0.0] * len(names), [peaks[n] for n, _ in names], integer=False)
     b.add_variables("y", [n for n, _ in names], [0.0] * len(names), [1.0] * len(names), integer=True)
-    rows = []
+    rows: list[Row] = []
     for (name, limit), (domain, _) in zip(names, budgets(data), strict=True):
         idle, terms = power_terms(data, domain)
         rows.append((name, terms + [("sigma", name, -1.0)], -INF, limit - idle))
@@ -115,21 +127,20 @@ def _scope_peak(data: ModelData, domain: str | None) -> float:
     )
 
 
-def add_elastic_deadlines(b: Builder, data: ModelData, jobs: list[int]) -> None:
+def add_elastic_deadlines(b: ModelBuilder, data: ModelData, jobs: list[int]) -> None:
     """R_j >= sum_o min(c_o, M_j) h_o - M_j z_j (0<p<1); R_j >= W/D (a_j - z_j) (p=1); s_host >= W/D (a_j - z_j)
     (p=0)."""
     b.add_variables("z", jobs, [0.0] * len(jobs), [1.0] * len(jobs), integer=True)
-    rows = []
+    rows: list[Row] = []
     for j in jobs:
-        job = data.jobs[j]
-        p, rate = job.parallel_fraction, job.work_hours / job.deadline_hours
+        p, rate = data.jobs[j].parallel_fraction, data.jobs[j].work_hours / _deadline(data, j)
         if p == 1.0:
             rows.append((j, [("R", j, 1.0), ("a", j, -rate), ("z", j, rate)], 0.0, INF))
         elif p == 0.0:
             rows.append((j, [("s_host", j, 1.0), ("a", j, -rate), ("z", j, rate)], 0.0, INF))
         else:
             big = sum(o.speed * data.groups[o.group].count for o in data.options_of_job[j]) + 1.0
-            need = []
+            need: list[Term] = []
             for o in data.options_of_job[j]:
                 c = data.deadline_coefficient(o)
                 need.append(("h", o.key, -min(c if c is not None else big, big)))
@@ -137,16 +148,16 @@ def add_elastic_deadlines(b: Builder, data: ModelData, jobs: list[int]) -> None:
     b.add_rows("elastic_deadline", rows)
 
 
-def _changes_terms(b: Builder, data: ModelData, must: list[int], blocked: set[int]):
+def _changes_terms(b: Builder, data: ModelData, must: list[int], blocked: set[int]) -> Objective:
     """Number of changes: budgets raised + deadlines lifted + must-run jobs given up (1 - a_j)."""
-    terms = [("y", n, 1.0) for n, _ in _budget_names(data)]
+    terms: list[Term] = [("y", n, 1.0) for n, _ in _budget_names(data)]
     terms += [("z", j, 1.0) for j in must if _has_deadline(data, j, blocked)]
     admissible = [j for j in must if j not in blocked]
     terms += [("a", j, -1.0) for j in admissible]
     return terms, float(len(admissible))
 
 
-def add_deadline_shortfall(b: Builder, data: ModelData, jobs: list[int]) -> None:
+def add_deadline_shortfall(b: ModelBuilder, data: ModelData, jobs: list[int]) -> None:
     """delta_j >= (W/D) z_j - S_j, delta_j >= 0: how far short of the speedup its deadline needs a lifted job falls."""
     b.add_variables("delta", jobs, [0.0] * len(jobs), [INF] * len(jobs), integer=False)
     b.add_rows(
@@ -154,7 +165,7 @@ def add_deadline_shortfall(b: Builder, data: ModelData, jobs: list[int]) -> None
         [
             (
                 j,
-                [("delta", j, 1.0), ("z", j, -data.jobs[j].work_hours / data.jobs[j].deadline_hours), ("S", j, 1.0)],
+                [("delta", j, 1.0), ("z", j, -data.jobs[j].work_hours / _deadline(data, j)), ("S", j, 1.0)],
                 0.0,
                 INF,
             )
@@ -163,19 +174,19 @@ def add_deadline_shortfall(b: Builder, data: ModelData, jobs: list[int]) -> None
     )
 
 
-def _relative_size(data: ModelData, must: list[int], blocked: set[int]):
+def _relative_size(data: ModelData, must: list[int], blocked: set[int]) -> Objective:
     """Size of the changes, each relative to what it changes: sigma_b / budget_b, delta_j / (W/D) for a lifted
     deadline (a linear stand-in for the extension W/S - D), and 1 for a must-run job given up."""
-    terms = [("sigma", name, 1.0 / max(limit, 1.0)) for name, limit in _budget_names(data)]
+    terms: list[Term] = [("sigma", name, 1.0 / max(limit, 1.0)) for name, limit in _budget_names(data)]
     for j in must:
         if _has_deadline(data, j, blocked):
-            terms.append(("delta", j, data.jobs[j].deadline_hours / data.jobs[j].work_hours))
+            terms.append(("delta", j, _deadline(data, j) / data.jobs[j].work_hours))
     admissible = [j for j in must if j not in blocked]
     terms += [("a", j, -1.0) for j in admissible]
     return terms, float(len(admissible))
 
 
-def _minimise(b: Builder, objective, deadline: float):
+def _minimise(b: Builder, objective: Objective, deadline: float):
     terms, constant = objective
     b.set_objective(terms, constant, maximise=False)
     result = b.solve(wall_deadline=deadline, mip_gap=1e-9)
@@ -184,7 +195,7 @@ def _minimise(b: Builder, objective, deadline: float):
     return result
 
 
-def _cap(b: Builder, objective, value: float) -> None:
+def _cap(b: Builder, objective: Objective, value: float) -> None:
     """Keep what an earlier stage achieved while a later stage optimises the next criterion."""
     terms, constant = objective
     b.add_rows("lexicographic", [(len(terms), terms, -INF, value - constant + 1e-7 * max(1.0, abs(value)))])

@@ -221,7 +221,7 @@ class _Run:
             free=self._free(),
             next_event=self._next_event(foreseen=True),
             preempt=self.preempt,
-            ready_since={i: self.jobs[i].ready_at for i in ready},
+            ready_since={i: at for i in ready if (at := self.jobs[i].ready_at) is not None},
             stalled=tuple(
                 Running(
                     i,
@@ -402,8 +402,9 @@ class _Run:
             up = [k for k in range(len(self.holders[g])) if (g, k) not in self.down][: f.count]
             for k in up:
                 self.down[g, k] = f.back_hours
-                if self.holders[g][k] is not None:
-                    hit.add(self.holders[g][k])
+                holder = self.holders[g][k]
+                if holder is not None:
+                    hit.add(holder)
         for i in sorted(hit):
             self._stop(i)
         return sorted(hit)

@@ -95,11 +95,13 @@ class Fleet:
             stack.append((j, True))
             stack.extend((s, False) for s in successors[j] if not done[s])
         for j in order:
-            bounds = [] if own[j] is None else [own[j]]
+            mine, bounds = own[j], []
+            if mine is not None:
+                bounds.append(mine)
             for s in successors[j]:
-                best = self.best_speedup(s)
-                if out[s] is not None and best > 0:
-                    bounds.append(out[s] - self.queue.jobs[s].work_hours / best)
+                best, theirs = self.best_speedup(s), out[s]
+                if theirs is not None and best > 0:
+                    bounds.append(theirs - self.queue.jobs[s].work_hours / best)
             out[j] = min(bounds) if bounds else None
         return tuple(out)
 

@@ -96,7 +96,7 @@ def validate_night(
     """The queue and start time, or InvalidWorkload listing every problem with the arguments and the budgets."""
     workload = NightQueue.load(queue)
     problems: list[FieldError] = []
-    begin = start
+    begin = start if isinstance(start, datetime) else None
     if isinstance(start, str):
         try:
             begin = datetime.fromisoformat(start)
@@ -115,7 +115,7 @@ def validate_night(
     if mip_gap is not None and not _number(mip_gap, low=0.0, high=1.0):
         problems.append(FieldError("mip_gap", f"must be a relative gap in [0, 1], not {mip_gap!r}"))
     problems.extend(_budget_problems(workload))
-    if problems:
+    if problems or begin is None:  # begin is None only with a problem listed
         raise InvalidWorkload(problems)
     return workload, begin
 
@@ -585,7 +585,8 @@ class _Derived:
             if e.fixed is not None:
                 count = sum(u.count for u in e.fixed)
                 own = self.own_models[e.job]
-                priority, limits = Priority.critical, (count, count)
+                limits: tuple[int, int | None] = (count, count)
+                priority = Priority.critical
                 allowed = tuple(own)
                 speed_on = {name: job.speed_on.get(model, 1.0) for name, model in own.items()}
                 weight = e.weight / PRIORITY_WEIGHT[priority]

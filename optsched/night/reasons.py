@@ -38,19 +38,22 @@ def never_ran_reason(fleet: Fleet, i: int, records: list[JobRecord]) -> str:
 
 
 def miss_reason(fleet: Fleet, i: int, records: list[JobRecord]) -> str:
+    """Why job i, which has a deadline and ran, missed it."""
     job = fleet.jobs[i]
     rec = records[i]
-    deadline = job.deadline_hours
+    deadline, start = job.deadline_hours, rec.start
+    if deadline is None or start is None:
+        raise ValueError(f"job {job.id!r} has no deadline or never started, so it missed no deadline")
     best_s = fleet.best_speedup(i)
     best = job.work_hours / best_s
     ready, by = _ready(fleet, i, records)
     if ready + best > deadline * (1 + 1e-9):
         if by is not None:
             pred = fleet.jobs[by]
-            own = pred.deadline_hours
+            own, finish = pred.deadline_hours, records[by].finish
             late = (
                 ""
-                if own is None or records[by].finish <= own * (1 + 1e-6)
+                if own is None or finish is None or finish <= own * (1 + 1e-6)
                 else f", missing its own deadline of {own:g} h"
             )
             return (
@@ -61,16 +64,16 @@ def miss_reason(fleet: Fleet, i: int, records: list[JobRecord]) -> str:
             f"released at {ready:.4g} h; even the fastest run ({best:.4g} h on its best devices at full power) "
             f"ends after the deadline {deadline:g} h"
         )
-    if rec.start + best > deadline * (1 + 1e-9):
+    if start + best > deadline * (1 + 1e-9):
         return (
-            f"ready at {ready:.4g} h but started only at {rec.start:.4g} h: "
-            f"{_why_waiting(fleet, i, records, ready, rec.start)}; "
+            f"ready at {ready:.4g} h but started only at {start:.4g} h: "
+            f"{_why_waiting(fleet, i, records, ready, start)}; "
             f"from then even the fastest run ({best:.4g} h) ends after the deadline {deadline:g} h"
         )
     restarts = sum(1 for p in rec.pieces if p[2])
     if restarts:
         return (
-            f"started at {rec.start:.4g} h but was preempted and paid {restarts} restart(s); "
+            f"started at {start:.4g} h but was preempted and paid {restarts} restart(s); "
             f"finished at {rec.finish:.4g} h"
         )
     capped = [p for p in rec.pieces if any(lv != fleet.fastest_level(i, g) for g, lv, _ in p[3])]
@@ -147,7 +150,7 @@ def _power_blocks(fleet: Fleet, i: int, records: list[JobRecord]) -> str | None:
     extras = sorted(
         (fleet.lowest_cap_w(g) - groups[g].idle_w, g) for g in fleet.eligible_groups[i] for _ in range(groups[g].count)
     )
-    chosen = []
+    chosen: list[float] = []
     for extra, g in extras:
         domain = groups[g].domain
         if len(chosen) < job.min_devices and (domain not in headroom or headroom[domain] >= extra - 1e-9):
@@ -162,7 +165,7 @@ def _power_blocks(fleet: Fleet, i: int, records: list[JobRecord]) -> str | None:
     periods = [(a, b, fleet.budget_at(a)) for a, b in zip(cuts, [*cuts[1:], math.inf], strict=True)]
     fits = [(a, b) for a, b, budget in periods if budget is None or draw <= budget + 1e-9]
     if not fits:
-        most = max(budget for _, _, budget in periods)
+        most = max(budget for _, _, budget in periods if budget is not None)  # a period without one fits
         return (
             f"the fleet draws {draw:,.0f} W, above every global budget in force from {ready:.4g} h "
             f"(at most {most:,.0f} W)"

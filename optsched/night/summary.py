@@ -25,8 +25,8 @@ def summarize(
     hours: float,
     decisions_at_time_limit: int = 0,
 ) -> NightSummary:
-    finished = [j for j in jobs if j.finish_hours is not None]
-    makespan = max((j.finish_hours for j in finished), default=0.0)
+    finished = [(j, j.finish_hours) for j in jobs if j.finish_hours is not None]
+    makespan = max((f for _, f in finished), default=0.0)
     horizon = max(hours, makespan)
     never = tuple(j.job for j in jobs if j.finish_hours is None)
     hard = [
@@ -36,10 +36,10 @@ def summarize(
     ]
     hard_missed = tuple(j.job for j in hard if j.deadline_met is False or j.finish_hours is None)
     soft_missed = tuple(j.job for j in jobs if Priority(j.priority) not in HARD_PRIORITIES and j.deadline_met is False)
-    by_night = tuple(j.job for j in finished if j.finish_hours <= hours + 1e-9)
+    by_night = tuple(j.job for j, f in finished if f <= hours + 1e-9)
     weights = {j.job: PRIORITY_WEIGHT[Priority(j.priority)] * j.weight for j in jobs}
-    total_weight = sum(weights[j.job] for j in finished)
-    wmct = sum(weights[j.job] * j.finish_hours for j in finished) / total_weight if total_weight else None
+    total_weight = sum(weights[j.job] for j, _ in finished)
+    wmct = sum(weights[j.job] * f for j, f in finished) / total_weight if total_weight else None
     peak = max((e.power_w for e in events), default=0.0)
     shares = [e.power_w / e.budget_w for e in events if e.budget_w]
     return NightSummary(
@@ -58,7 +58,7 @@ def summarize(
         by_priority={p.value: _priority_counts([j for j in jobs if j.priority == p.value]) for p in Priority},
         critical_path=critical_path(jobs),
         energy_kwh=energy_kwh(events, horizon),
-        work_finished_by_end_of_night_hours=sum(j.work_hours for j in finished if j.finish_hours <= hours + 1e-9),
+        work_finished_by_end_of_night_hours=sum(j.work_hours for j, f in finished if f <= hours + 1e-9),
         lost_work_hours=sum(j.lost_work_hours for j in jobs),
         restarts=sum(j.restarts for j in jobs),
         peak_power_w=peak,
@@ -87,9 +87,10 @@ def critical_path(jobs: tuple[JobTimeline, ...]) -> CriticalPath:
     via: dict[str, str | None] = {}
     for job_id in topological_order(jobs):
         j = by_id[job_id]
-        if j.finish_hours is None:
+        if j.finish_hours is None or j.start_hours is None:
             continue
-        start, pred = j.release_hours, None
+        start: float = j.release_hours
+        pred: str | None = None
         for p in j.after:
             if p in end and end[p] > start:
                 start, pred = end[p], p
@@ -100,8 +101,8 @@ def critical_path(jobs: tuple[JobTimeline, ...]) -> CriticalPath:
     order = [j.job for j in jobs]
     last = max(end, key=lambda k: (end[k], -order.index(k)))
     path = [last]
-    while via[path[-1]] is not None:
-        path.append(via[path[-1]])
+    while (pred := via[path[-1]]) is not None:
+        path.append(pred)
     return CriticalPath(jobs=tuple(reversed(path)), hours=end[last])
 
 

@@ -30,6 +30,7 @@ from optsched.schema.workload import (
     DeviceGroup,
     Priority,
     field_errors,
+    filled_from_catalog,
 )
 
 # Enumerating cap levels for the classes without cap_w evaluates this many combinations at most.
@@ -287,7 +288,7 @@ def _strict_devices(groups: Sequence[Any]) -> tuple[list[Any], list[FieldError]]
             out.append(group)  # the study's own validation names it
             continue
         try:
-            out.append(DeviceGroup.model_validate(_tuples(DeviceGroup.fill_from_catalog(dict(group))), strict=True))
+            out.append(DeviceGroup.model_validate(_tuples(filled_from_catalog(dict(group))), strict=True))
         except ValidationError as exc:
             out.append(group)
             problems.extend(FieldError(_join(f"devices[{i}]", e.path), e.message) for e in field_errors(exc))

@@ -134,6 +134,7 @@ def analyze(
     logger.info("study %r: %d cap combinations evaluated, status %s", s.name, len(evaluations), status.value)
     front = pareto_front(s, evaluations) if free else ()
     simulation = None
+    power: float | None
     if method == Method.simulation and best.stable:
         simulated = simulate(
             best.queue, best.servers, s.discipline, seed=seed, replications=replications,
@@ -198,12 +199,10 @@ def _checked_options(method: Method | str, replications: int, jobs: int, warmup_
 
 def _cap_combinations(study: Study, free: list[int]) -> list[tuple[float, ...]]:
     """Every assignment of the pool's levels to the classes in `free` (the others keep cap_w), highest caps first."""
-    out = []
+    out: list[tuple[float, ...]] = []
     for chosen in itertools.product(study.levels, repeat=len(free)):
-        caps = [k.cap_w for k in study.classes]
-        for i, cap in zip(free, chosen, strict=True):
-            caps[i] = cap
-        out.append(tuple(caps))  # type: ignore[arg-type]
+        picked = dict(zip(free, chosen, strict=True))
+        out.append(tuple(k.cap_w if k.cap_w is not None else picked[i] for i, k in enumerate(study.classes)))
     return out
 
 
@@ -283,7 +282,7 @@ def pareto_front(study: Study, evaluations: Sequence[Evaluation]) -> tuple[Front
             front.append(
                 FrontPoint(
                     caps={k.name: cap for k, cap in zip(study.classes, e.caps, strict=True)},
-                    mean_power_w=e.mean_power_w,  # type: ignore[arg-type]
+                    mean_power_w=e.mean_power_w,
                     high_priority_response_hours=top,
                     weighted_response_hours=weighted_response(e),
                     response_hours={k.name: m.response for k, m in zip(study.classes, e.means or (), strict=True)},

@@ -32,7 +32,7 @@ from typing import Any
 
 from optsched.explain.suggestions import suggest_changes
 from optsched.model.builder import ModelBuilder as Builder
-from optsched.model.builder import Term
+from optsched.model.builder import Row, Term
 from optsched.model.data import ModelData
 from optsched.model.objectives import OBJECTIVES, ExtraObjective
 from optsched.replan.schema import (
@@ -137,7 +137,7 @@ def replan(
     if new.status is Status.infeasible:
         suggestions = suggest_changes(after, time_limit_s=max(1.0, min(SUGGESTION_TIME_LIMIT_S, limit)))
         new = new.model_copy(update={"suggestions": tuple(suggestions)})
-    if not new.feasible:
+    if not new.feasible or new.objective is None:
         return Replan(
             workload=after, plan=new, moved=0, restart_hours=0.0, move_cost_hours=hours, move_cost=0.0,
             net_objective=None, net_bound=None, net_gap=None,
@@ -324,11 +324,12 @@ def add_move_indicators(b: Builder, data: ModelData, before: Mapping[int, GroupC
     if not before:
         return
     index = {g.id: i for i, g in enumerate(data.groups)}
-    keep, total = [], []
+    keep: list[Row] = []
+    total: list[Row] = []
     for j, counts in before.items():
         for group_id, c in counts.items():
             g = index[group_id]
-            terms = [("n", o.key, 1.0) for o in data.options_of_job[j] if o.group == g]
+            terms: list[Term] = [("n", o.key, 1.0) for o in data.options_of_job[j] if o.group == g]
             keep.append(((j, g), terms + [("moved", j, float(c))], float(c), math.inf))
         held = float(sum(counts.values()))
         spare = max(0.0, data.max_devices(j) - held)
@@ -507,7 +508,8 @@ class _Causes:
         hit = [self.short_groups[g] for g, c in before.items() if g in self.short_groups and after.get(g, 0) < c]
         if hit:
             return Reason.failed_device, hit[0]
-        scopes = [None, *sorted({self.domain_of.get(g) for g in before} - {None})]
+        domains = {self.domain_of.get(g) for g in before}
+        scopes = [None, *sorted(d for d in domains if d is not None)]
         low = [self.low_scopes[s] for s in scopes if s in self.low_scopes]
         if low and _draw(new) < _draw(old):
             return Reason.budget, low[0]

@@ -96,17 +96,22 @@ class DeviceGroup(Frozen):
     @model_validator(mode="before")
     @classmethod
     def fill_from_catalog(cls, data: Any) -> Any:
-        """Fields left out are taken from the shipped catalog when the model is known."""
-        if not isinstance(data, dict) or not isinstance(data.get("model"), str):
-            return data
-        entry = catalog_entry(data["model"])
-        if entry is None:
-            return data
-        filled = dict(data)
-        for key in ("power_levels", "memory_gb", "idle_w"):
-            if filled.get(key) is None and key in entry:
-                filled[key] = entry[key]
-        return filled
+        return filled_from_catalog(data)
+
+
+def filled_from_catalog(data: Any) -> Any:
+    """A device group document with the fields it leaves out taken from the shipped catalog when its model is
+    known (anything else unchanged)."""
+    if not isinstance(data, dict) or not isinstance(data.get("model"), str):
+        return data
+    entry = catalog_entry(data["model"])
+    if entry is None:
+        return data
+    filled = dict(data)
+    for key in ("power_levels", "memory_gb", "idle_w"):
+        if filled.get(key) is None and key in entry:
+            filled[key] = entry[key]
+    return filled
 
 
 class Job(Frozen):

@@ -43,7 +43,7 @@ def tiny_workloads(draw, max_jobs: int = 3, max_groups: int = 2, max_count: int 
     n_groups = draw(st.integers(1, max_groups))
     devices = []
     for g in range(n_groups):
-        extra = {"idle_w": draw(st.sampled_from([0.0, 10.0, 30.0]))}
+        extra: dict[str, Any] = {"idle_w": draw(st.sampled_from([0.0, 10.0, 30.0]))}
         if draw(st.booleans()):
             extra["domain"] = draw(st.sampled_from(["r1", "r2"]))
         if draw(st.booleans()):
@@ -51,25 +51,25 @@ def tiny_workloads(draw, max_jobs: int = 3, max_groups: int = 2, max_count: int 
         devices.append(device(f"g{g}", MODELS[g % 3], draw(st.integers(1, max_count)), draw(levels()), **extra))
     jobs = []
     for j in range(draw(st.integers(1, max_jobs))):
-        extra: dict[str, Any] = {
+        fields: dict[str, Any] = {
             "priority": draw(st.sampled_from(["critical", "high", "normal", "low"])),
             "weight": draw(st.sampled_from([0.5, 1.0, 3.0])),
         }
         if draw(st.booleans()):
-            extra["deadline_hours"] = draw(st.sampled_from([2.0, 5.0, 10.0, 30.0]))
+            fields["deadline_hours"] = draw(st.sampled_from([2.0, 5.0, 10.0, 30.0]))
         if draw(st.integers(0, 3)) == 0:
-            extra["max_devices"] = draw(st.integers(1, 3))
+            fields["max_devices"] = draw(st.integers(1, 3))
         if draw(st.integers(0, 3)) == 0:
-            extra["min_devices"] = draw(st.integers(1, 2))
-            extra["max_devices"] = max(extra.get("max_devices", 2), extra["min_devices"])
+            fields["min_devices"] = draw(st.integers(1, 2))
+            fields["max_devices"] = max(fields.get("max_devices", 2), fields["min_devices"])
         if draw(st.integers(0, 3)) == 0:
-            extra["memory_gb"] = draw(st.sampled_from([20.0, 60.0]))
+            fields["memory_gb"] = draw(st.sampled_from([20.0, 60.0]))
         if draw(st.integers(0, 3)) == 0:
-            extra["allowed_models"] = draw(st.lists(st.sampled_from(MODELS), min_size=1, max_size=2, unique=True))
+            fields["allowed_models"] = draw(st.lists(st.sampled_from(MODELS), min_size=1, max_size=2, unique=True))
         if draw(st.integers(0, 3)) == 0:
-            extra["speed_on"] = {draw(st.sampled_from(MODELS)): draw(st.sampled_from([0.5, 1.5]))}
+            fields["speed_on"] = {draw(st.sampled_from(MODELS)): draw(st.sampled_from([0.5, 1.5]))}
         p = draw(st.sampled_from([0.0, 0.5, 0.9, 0.99, 1.0]))
-        jobs.append(job(f"j{j}", work=draw(st.sampled_from([1.0, 10.0, 40.0])), p=p, **extra))
+        jobs.append(job(f"j{j}", work=draw(st.sampled_from([1.0, 10.0, 40.0])), p=p, **fields))
     power: dict[str, Any] = {}
     peak = sum(d["count"] * max(lv["cap_w"] for lv in d["power_levels"]) for d in devices)
     if draw(st.booleans()):

@@ -29,6 +29,7 @@ def check_plan_and_baselines(document: dict[str, Any]) -> tuple[Plan, dict[str, 
         # A baseline plan the verifier accepts would prove the workload feasible.
         assert not feasible, f"the planner says infeasible, but {sorted(feasible)} found a valid plan"
     if plan.status == Status.optimal:
+        assert plan.bound is not None, "an optimal plan reports its bound"
         workload = Workload.load(document)
         gap = max(workload.options.mip_gap, MIN_GAP)
         for name, result in feasible.items():

@@ -36,7 +36,7 @@ def generate(size: str, seed: int, *, options: dict[str, float] | None = None) -
     catalog = device_catalog()
     # About one device per 1.2 jobs at every size, so hard jobs (a fifth of them) always fit somewhere.
     scale = max(1, round(n_jobs / (n_groups * 20)))
-    devices = []
+    devices: list[dict[str, Any]] = []
     for g in range(n_groups):
         model = GPU_MODELS[g % len(GPU_MODELS)] if g < len(GPU_MODELS) else rng.choice(GPU_MODELS)
         entry = catalog[model]
@@ -125,7 +125,7 @@ def generate_racks(
     n_groups *= group_factor
     catalog = device_catalog()
     per_group = n_jobs / n_groups / 2  # about one device per two jobs
-    devices = []
+    devices: list[dict[str, Any]] = []
     racks = (n_groups + GROUPS_PER_RACK - 1) // GROUPS_PER_RACK
     for r in range(racks):
         models = rng.sample(GPU_MODELS, 2)

@@ -25,7 +25,7 @@ EXTREME = (
     1e9, 1e12, 1e15, 1e30, 1e100, 1e300, 1.7976931348623157e308, 2**53 + 1, 2**63, 10**30, 10**100,
     1e-6, 1e-12, 1e-100, 1e-300, 5e-324,
 )
-BAD_SCALARS = ("abc", "", "1e", [], {}, [1, 2], {"x": 1})
+BAD_SCALARS: tuple[object, ...] = ("abc", "", "1e", [], {}, [1, 2], {"x": 1})
 # Every field name of every workload model: an "unknown" field must be none of them.
 FIELD_NAMES = frozenset(
     name

@@ -70,8 +70,9 @@ class LiveServer:
     def _wait_ready(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the server exited with {self.process.returncode}:\n{self.log_tail()}")
+            code = self.process.poll() if self.process is not None else None
+            if code is not None:
+                raise RuntimeError(f"the server exited with {code}:\n{self.log_tail()}")
             try:
                 if requests.get(f"{self.base}/readyz", timeout=2).status_code == 200:
                     return
@@ -108,12 +109,13 @@ class LiveServer:
 
     def pids(self) -> dict[str, list[int]]:
         """The group's processes by role: `arbiter`, `http` (the waitress process) and `solvers`."""
-        if not self.alive():
+        if self.process is None or self.process.poll() is not None:
             return {"arbiter": [], "http": [], "solvers": []}
-        tree = process_tree(self.process.pid)
-        http = tree.get(self.process.pid, [])
+        leader = self.process.pid
+        tree = process_tree(leader)
+        http = tree.get(leader, [])
         solvers = [p for h in http for p in tree.get(h, []) if _is_solver(p)]
-        return {"arbiter": [self.process.pid], "http": http, "solvers": solvers}
+        return {"arbiter": [leader], "http": http, "solvers": solvers}
 
     def log_tail(self, lines: int = 60) -> str:
         try:
