@@ -187,11 +187,9 @@ def details(results: list[Result]) -> list[str]:
         base = "; ".join(f"{n} {s} {v:,.1f}" for n, (s, v) in r.baselines.items())
         lines.append(
             f"| {r.family}-{r.size}-{r.seed} | {r.status} | {r.objective or 0:,.1f} | "
-            f"{'-' if r.bound is None else format(r.bound, ',.1f')} | "
-            f"{'-' if r.gap is None else format(r.gap, '.4f')} | "
-            f"{'-' if r.first_plan_s is None else format(r.first_plan_s, '.2f')} | {r.wall:.1f} | "
-            f"{r.incumbents} | {base} | "
-            f"{other(r.undecomposed)} | {other(r.by_parts)} |"
+            f"{'-' if r.bound is None else format(r.bound, ',.1f')} | {'-' if r.gap is None else format(r.gap, '.4f')} "
+            f"| {'-' if r.first_plan_s is None else format(r.first_plan_s, '.2f')} | {r.wall:.1f} | {r.incumbents} | "
+            f"{base} | {other(r.undecomposed)} | {other(r.by_parts)} |"
         )
     return lines
 
@@ -226,12 +224,11 @@ def main(argv=None) -> None:
     lines = [
         "# Large-workload benchmark",
         "",
-        f"Produced by `python -m bench.large {' '.join(sys.argv[1:])}` on {datetime.date.today()} "
-        f"({os.cpu_count()} cores, {cpu}, shared with other jobs: 1-minute load average "
-        f"{min(loads):.1f}-{max(loads):.1f} "
-        f"while it ran, {time.monotonic() - started:.0f} s in all); Python {platform.python_version()}, highspy "
-        f"{version('highspy')}. Planner at its defaults (mip_gap {optsched.Options().mip_gap}), the time limit per "
-        "run as listed. The workload goes in as a JSON dict, so every time includes validation.",
+        f"Produced by `python -m bench.large {' '.join(sys.argv[1:])}` on {datetime.date.today()} ({os.cpu_count()} "
+        f"cores, {cpu}, shared with other jobs: 1-minute load average {min(loads):.1f}-{max(loads):.1f} while it ran, "
+        f"{time.monotonic() - started:.0f} s in all); Python {platform.python_version()}, highspy "
+        f"{version('highspy')}. Planner at its defaults (mip_gap {optsched.Options().mip_gap}), the time limit per run "
+        "as listed. The workload goes in as a JSON dict, so every time includes validation.",
         "",
         "Median over seeds, worst in brackets (worst = largest for times, ratios and gaps; smallest for baseline "
         "ratios). `first plan s`: seconds from the call to the first verified plan handed to `on_incumbent`. "

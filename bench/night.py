@@ -140,8 +140,7 @@ def main(argv=None) -> int:
         m = metrics(plan)
         sample_rows.append(
             f"| {name}{' (' + plan.chosen + ')' if plan.chosen else ''} | {seconds:.2f} | {m['hard']} | {m['soft']} | "
-            f"{m['wmct']:.3f} | "
-            f"{m['makespan']:.2f} | {m['by_night']}/{plan.summary.jobs} | {m['energy']:.1f} | {v} |"
+            f"{m['wmct']:.3f} | {m['makespan']:.2f} | {m['by_night']}/{plan.summary.jobs} | {m['energy']:.1f} | {v} |"
         )
 
     cores = os.cpu_count()
@@ -168,8 +167,8 @@ def main(argv=None) -> int:
         "- best = the best baseline per metric (FIFO, EDF, EASY, each metric on its own); LB = lower bound",
         "",
         "| queue | jobs / devices / types | planner s | chosen | hard missed: planner / best (EASY) | soft missed: "
-        "planner / best | weighted mean completion h: planner / best (ratio; ratio to LB) | makespan h: planner / best "
-        "(ratio; to LB) | energy kWh: planner / best (ratio) | criteria hard, makespan, wmct, energy | verifier "
+        "planner / best | weighted mean completion h: planner / best (ratio; ratio to LB) | makespan h: planner / "
+        "best (ratio; to LB) | energy kWh: planner / best (ratio) | criteria hard, makespan, wmct, energy | verifier "
         "violations (all 4 timelines) |",
         "|---|---|---:|---|---|---|---|---|---|---|---:|",
         *rows,
@@ -184,9 +183,8 @@ def main(argv=None) -> int:
         f"- soft misses in total: planner {soft_total}, " + ", ".join(f"{k} {v}" for k, v in soft_baselines.items()),
         (
             f"- geometric means, planner: weighted completion {gm['wmct_best']:.3f} x best baseline "
-            f"({gm['wmct_lb']:.2f} x LB),"
-            f" makespan {gm['makespan_best']:.3f} x best ({gm['makespan_lb']:.2f} x LB), energy "
-            f"{gm['energy_best']:.3f} x best"
+            f"({gm['wmct_lb']:.2f} x LB), makespan {gm['makespan_best']:.3f} x best ({gm['makespan_lb']:.2f} x LB), "
+            f"energy {gm['energy_best']:.3f} x best"
         ),
         *(
             f"- geometric means, {name}: weighted completion {w:.2f} x LB, makespan {mk:.2f} x LB, "

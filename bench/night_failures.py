@@ -98,9 +98,9 @@ def main(argv=None) -> int:
             f"| small-{seed} | {failures} | {len(hit)} | {r.work_finished_by_end_of_night_hours:.1f} | "
             f"{d.work_finished_by_end_of_night_hours:.1f} / {s.work_finished_by_end_of_night_hours:.1f} | "
             f"{r.weighted_mean_completion_hours:.3f} | {d.weighted_mean_completion_hours:.3f} / "
-            f"{s.weighted_mean_completion_hours:.3f} | "
-            f"{len(d.hard_deadlines_missed)} / {len(s.hard_deadlines_missed)} (ref {len(r.hard_deadlines_missed)}) | "
-            f"{d.lost_work_hours:.1f} / {s.lost_work_hours:.1f} | {t_dyn:.1f} / {t_sta:.1f} |"
+            f"{s.weighted_mean_completion_hours:.3f} | {len(d.hard_deadlines_missed)} / "
+            f"{len(s.hard_deadlines_missed)} (ref {len(r.hard_deadlines_missed)}) | {d.lost_work_hours:.1f} / "
+            f"{s.lost_work_hours:.1f} | {t_dyn:.1f} / {t_sta:.1f} |"
         )
 
     def cut(static: float, dynamic: float) -> str:
@@ -111,9 +111,8 @@ def main(argv=None) -> int:
         "",
         f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
         (
-            f"- machine: {os.cpu_count()} cores, {platform.system()}, Python {platform.python_version()}, highspy"
-            f" {version('highspy')}; load average {load_before[0]:.1f} at the start, "
-            f"{os.getloadavg()[0]:.1f} at the end"
+            f"- machine: {os.cpu_count()} cores, {platform.system()}, Python {platform.python_version()}, highspy "
+            f"{version('highspy')}; load average {load_before[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
         ),
         f"- command: `.venv/bin/python -m bench.night_failures --queues {args.queues}`",
         "- queues: small seeds 1..N of bench/night_queues.py with 3 seeded failures each; checkpoints every 1 "
@@ -130,14 +129,12 @@ def main(argv=None) -> int:
         "",
         (
             "- work finished by the end of the night, lost to the failures (sum over queues): static "
-            f"{totals['work_static']:.1f} h,"
-            f" dynamic {totals['work_dynamic']:.1f} h: re-planning cuts the loss by "
+            f"{totals['work_static']:.1f} h, dynamic {totals['work_dynamic']:.1f} h: re-planning cuts the loss by "
             f"{cut(totals['work_static'], totals['work_dynamic'])}"
         ),
         (
-            "- weighted mean completion, added by the failures (sum over queues): static "
-            f"{totals['wmct_static']:.3f} h,"
-            f" dynamic {totals['wmct_dynamic']:.3f} h: re-planning cuts the loss by "
+            f"- weighted mean completion, added by the failures (sum over queues): static {totals['wmct_static']:.3f} "
+            f"h, dynamic {totals['wmct_dynamic']:.3f} h: re-planning cuts the loss by "
             f"{cut(totals['wmct_static'], totals['wmct_dynamic'])}"
         ),
         "- the study we start from (background.md, 2) reports dynamic re-scheduling cutting the efficiency loss from "

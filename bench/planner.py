@@ -272,7 +272,7 @@ def header(args) -> list[str]:
         f"Produced by `{' '.join(['python -m bench.planner', *sys.argv[1:]])}` on {datetime.date.today()} "
         f"({os.cpu_count()} cores, {cpu}); Python {platform.python_version()}, pyomo {version('pyomo')}, "
         f"highspy {version('highspy')}. Planner at its defaults (mip_gap {optsched.Options().mip_gap}, "
-        f"time limit {TIME_LIMITS} s per size). Instances: `bench/instances.py` (seeded).",
+        f"time limit {TIME_LIMITS} s per size). Instances: `optsched/testing/instances.py` (seeded).",
         "",
     ]
 

@@ -180,11 +180,10 @@ def main(argv=None) -> int:
         summary.append(
             f"| {discipline} | {len(chosen)} ({len(approx_cells)} approx.) | {statistics.median(worst_of_cell):.1%} | "
             f"{statistics.median(approx_worst) if approx_worst else float('nan'):.1%} | "
-            f"{statistics.median(all_errors):.1%} | "
-            f"{max(worst_of_cell):.1%}: {worst_cell['discipline']}, load {worst_cell['load']:g}, scv "
-            f"{worst_cell['scv']:g}, "
-            f"{worst_cell['n']} classes, {worst_class['name']} {worst_class['analytic']:.3f} h vs "
-            f"{worst_class['sim']:.3f} ± {worst_class['hw']:.3f} h | {significant}/{len(all_errors)} |"
+            f"{statistics.median(all_errors):.1%} | {max(worst_of_cell):.1%}: {worst_cell['discipline']}, load "
+            f"{worst_cell['load']:g}, scv {worst_cell['scv']:g}, {worst_cell['n']} classes, {worst_class['name']} "
+            f"{worst_class['analytic']:.3f} h vs {worst_class['sim']:.3f} ± {worst_class['hw']:.3f} h | "
+            f"{significant}/{len(all_errors)} |"
         )
 
     energy, best = [], None
@@ -217,28 +216,22 @@ def main(argv=None) -> int:
         f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
         (
             f"- machine: {os.cpu_count()} cores, {platform.system()}, Python {platform.python_version()}, ciw "
-            f"{version('ciw')}; "
-            f"{args.workers} worker processes; grid {grid_seconds:.0f} s, total {total_seconds:.0f} s"
+            f"{version('ciw')}; {args.workers} worker processes; grid {grid_seconds:.0f} s, total {total_seconds:.0f} s"
         ),
         f"- command: `.venv/bin/python -m bench.queueing --jobs {args.jobs} --replications {args.replications}`",
         (
-            f"- grid: {SERVERS} servers; load (offered load / servers) x service scv x classes x "
-            "discipline; class i has "
-            f"service mean {', '.join(f'{m:g}' for m in MEANS)} h (i = 0 is served first) and an equal "
-            "share of the load; "
-            "all classes of a cell share the scv"
+            f"- grid: {SERVERS} servers; load (offered load / servers) x service scv x classes x discipline; class i "
+            f"has service mean {', '.join(f'{m:g}' for m in MEANS)} h (i = 0 is served first) and an equal share of "
+            "the load; all classes of a cell share the scv"
         ),
         (
-            f"- simulation: ciw, {args.replications} replications of {args.jobs:,} expected arrivals, "
-            "first 20 % deleted "
-            "as warm-up, gamma service, preemptive-resume; 95 % Student t intervals; seed 0"
+            f"- simulation: ciw, {args.replications} replications of {args.jobs:,} expected arrivals, first 20 % "
+            "deleted as warm-up, gamma service, preemptive-resume; 95 % Student t intervals; seed 0"
         ),
         (
-            "- error: (analytic - simulated) / simulated mean response, per class in priority order; `*` "
-            "marks an error "
-            "larger than the simulation's 95 % half-width (a real difference rather than noise). Cells "
-            "whose classes all "
-            "have closed forms (scv 1 does not suffice here: the means differ) are marked exact."
+            "- error: (analytic - simulated) / simulated mean response, per class in priority order; `*` marks an "
+            "error larger than the simulation's 95 % half-width (a real difference rather than noise). Cells whose "
+            "classes all have closed forms (scv 1 does not suffice here: the means differ) are marked exact."
         ),
         "",
         "## Headline: approximation error against simulation",
@@ -262,10 +255,9 @@ def main(argv=None) -> int:
         "## Energy: per-priority caps against one cap for all (season study)",
         "",
         (
-            f"Study `{SEASON}` (16 A100-SXM, 2 per job, {comparison['n']} classes, preemptive), its "
-            "arrival rates scaled "
-            "by the factor in the first column. For each cap given to every class, the least mean power that per-class "
-            "caps reach with a high-priority mean response at least as good (analytic, all 64 combinations):"
+            f"Study `{SEASON}` (16 A100-SXM, 2 per job, {comparison['n']} classes, preemptive), its arrival rates "
+            "scaled by the factor in the first column. For each cap given to every class, the least mean power that "
+            "per-class caps reach with a high-priority mean response at least as good (analytic, all 64 combinations):"
         ),
         "",
         "| arrival scale | one cap | mean power, high-priority response | per-class caps (high/normal/low) | mean "
@@ -287,8 +279,7 @@ def main(argv=None) -> int:
                 f"{caps_text(uniform)} W, {uniform.mean_power_w:,.0f} W mean (analytic); the study's per-class choice "
                 f"{caps_text(chosen)} W draws {chosen.mean_power_w:,.0f} W: **{saving:.1%} less energy**. Simulated "
                 f"(ciw, same settings as the grid): {sim_uniform.mean_power_w:,.0f} W, high-priority response "
-                f"{hi(sim_uniform)} "
-                f"against {sim_chosen.mean_power_w:,.0f} W, {hi(sim_chosen)}: {sim_saving:.1%} less."
+                f"{hi(sim_uniform)} against {sim_chosen.mean_power_w:,.0f} W, {hi(sim_chosen)}: {sim_saving:.1%} less."
             ),
             "",
         ]

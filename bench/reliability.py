@@ -628,11 +628,11 @@ def render(results: dict[str, Any]) -> str:
     lines = [
         "# Reliability record (issue 6)",
         "",
-        "Seven promises, each with the test in `make test` that fails if it is broken (bounded for CI) and the "
-        "figure from a larger run here. Every section was produced by `bench/reliability.py` (the raw figures are "
-        "in `bench/results/reliability.json`) on a 2-core machine shared with other jobs; the command, the date and "
-        "the 1-minute load average at its start are given with each. docs/reliability.md says which test "
-        "proves which promise.",
+        "Seven promises, each with the test in `make test` that fails if it is broken (bounded for CI) and the figure "
+        "from a larger run here. Every section was produced by `bench/reliability.py` (the raw figures are in "
+        "`bench/results/reliability.json`) on a 2-core machine shared with other jobs; the command, the date and the "
+        "1-minute load average at its start are given with each. README.md (\"Reliability and security\") says which "
+        "test proves which promise.",
         "",
     ]
     for title, name, body in _SECTIONS_MD:
@@ -648,8 +648,7 @@ def render(results: dict[str, Any]) -> str:
             lines += body(figures)
         lines += [
             f"`{entry['command']}` - {entry['date']}, {entry['seconds']:g} s, load average "
-            f"{entry['load_average_at_start']}"
-            f" at the start; {entry['machine']}.",
+            f"{entry['load_average_at_start']} at the start; {entry['machine']}.",
             "",
         ]
     return "\n".join(lines)
@@ -692,10 +691,10 @@ def _md_fuzz(f: dict[str, Any]) -> list[str]:
 def _md_mutate(f: dict[str, Any]) -> list[str]:
     rows = [(kind, ", ".join(f"{k}: {v}" for k, v in outcomes.items())) for kind, outcomes in f["by_kind"].items()]
     return [
-        f"{f['examples']:,} hypothesis-mutated workloads, each through `optsched.plan`, `optsched plan` and "
-        "POST /v1/plans (tests/reliability/interfaces.py): rejected means InvalidWorkload listing the changed path, "
-        "exit 2 with the paths on stderr and no traceback, and a 4xx problem+json (422 with the same paths as the "
-        "Python API); otherwise the plan of each interface passes the verifier.",
+        f"{f['examples']:,} hypothesis-mutated workloads, each through `optsched.plan`, `optsched plan` and POST "
+        "/v1/plans (optsched/testing/interfaces.py): rejected means InvalidWorkload listing the changed path, exit 2 "
+        "with the paths on stderr and no traceback, and a 4xx problem+json (422 with the same paths as the Python "
+        "API); otherwise the plan of each interface passes the verifier.",
         "",
         *_table(rows, ("mutation", "outcome (count)")),
         f"Rejected {f['rejected']:,}, planned and verified {f['planned_and_verified']:,}, failures {f['failures']}.",
@@ -707,9 +706,9 @@ def _md_feasible(f: dict[str, Any]) -> list[str]:
     compared = ", ".join(f"{k}: {v}" for k, v in f["optimal_plans_compared_with_feasible_baselines"].items())
     best = ", ".join(f"{k}: {v:g}" for k, v in f["best_baseline_relative_to_optimal"].items())
     return [
-        f"{f['workloads']:,} hypothesis workloads (tests/factories.tiny_workloads: up to 8 jobs, 3 groups, 8 devices "
-        "each, every feature at random, both objectives) through `optsched.plan`; each plan and each baseline's plan "
-        "through the verifier; every `optimal` plan compared with each feasible baseline of "
+        f"{f['workloads']:,} hypothesis workloads (optsched.testing.factories.tiny_workloads: up to 8 jobs, 3 groups, "
+        "8 devices each, every feature at random, both objectives) through `optsched.plan`; each plan and each "
+        "baseline's plan through the verifier; every `optimal` plan compared with each feasible baseline of "
         "`optsched.baselines.BASELINES`; every `infeasible` verdict checked against the baselines.",
         "",
         *_table(
@@ -737,9 +736,8 @@ def _md_limits(f: dict[str, Any]) -> list[str]:
             ),
             (
                 f"4,000,000 wrong items in `jobs` ({flood['body_mb']} MB)",
-                f"{flood['status']} in {flood['ms']} ms listing {flood['errors_listed']} problem; "
-                "/healthz right after: "
-                f"{flood['healthz_ms_right_after']} ms",
+                f"{flood['status']} in {flood['ms']} ms listing {flood['errors_listed']} problem; /healthz right "
+                f"after: {flood['healthz_ms_right_after']} ms",
             ),
             (
                 "1,000,000 wrong items validated by pydantic alone, no guard (in process; 14 s before problems "
@@ -768,7 +766,7 @@ def _md_limits(f: dict[str, Any]) -> list[str]:
 
 def _md_crash(f: dict[str, Any]) -> list[str]:
     return [
-        f"{f['runs']} runs of tests/reliability/crash.py, {f['workloads_per_run']} workloads each, the whole server "
+        f"{f['runs']} runs of optsched/testing/crash.py, {f['workloads_per_run']} workloads each, the whole server "
         "process group SIGKILLed again and again and restarted on the same SQLite file.",
         "",
         *_table(
@@ -843,8 +841,8 @@ def _md_load(f: dict[str, Any]) -> list[str]:
                     "... while every solver process was busy: p99 / max ms",
                     lambda r: (
                         f"{r['healthz_all_busy_p99_ms']} / {r['healthz_all_busy_max_ms']} "
-                        f"({r['healthz_probes_all_workers_busy']} probes, "
-                        f"all busy {r['all_workers_busy_share']:.0%} of the time)"
+                        f"({r['healthz_probes_all_workers_busy']} probes, all busy "
+                        f"{r['all_workers_busy_share']:.0%} of the time)"
                     ),
                 ),
                 row(

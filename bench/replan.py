@@ -157,9 +157,8 @@ def run(seeds: int, changes: int, time_limit_s: float) -> tuple[list[Row], dict[
                 row.fresh_cost = sum(costs.get(j, 0.0) for j in moved_jobs(current, fresh, result.workload))
             rows.append(row)
             print(
-                f"seed {seed} #{index} {kind:12s} {row.status:10s} moved {row.moved} vs {row.fresh_moved} "
-                f"ratio {row.ratio if row.ratio is None else round(row.ratio, 4)} {seconds:.2f} s vs "
-                f"{fresh_seconds:.2f} s",
+                f"seed {seed} #{index} {kind:12s} {row.status:10s} moved {row.moved} vs {row.fresh_moved} ratio "
+                f"{row.ratio if row.ratio is None else round(row.ratio, 4)} {seconds:.2f} s vs {fresh_seconds:.2f} s",
                 file=sys.stderr,
                 flush=True,
             )
@@ -227,10 +226,9 @@ def report(
         "",
         *(
             f"Seed {r.seed} #{r.index} ({r.change}): the re-plan moved {r.moved} jobs, planning afresh "
-            f"{r.fresh_moved}; "
-            f"the re-plan's moves cost {r.cost:.2f} and the fresh plan's {r.fresh_cost:.2f} (weighted speedup), so "
-            f"its net objective is {_net_ratio(r):.4f} of the fresh plan's: the objective charges what moves cost, "
-            "not how many there are."
+            f"{r.fresh_moved}; the re-plan's moves cost {r.cost:.2f} and the fresh plan's {r.fresh_cost:.2f} (weighted "
+            f"speedup), so its net objective is {_net_ratio(r):.4f} of the fresh plan's: the objective charges what "
+            "moves cost, not how many there are."
             for r in both
             if r.moved > r.fresh_moved
         ),
@@ -245,8 +243,8 @@ def report(
         if sub:
             lines.append(
                 f"| {kind} | {len(sub)} | {_median([r.moved for r in sub]):g} | "
-                f"{_median([r.fresh_moved for r in sub]):g} | "
-                f"{_median([r.ratio for r in sub]):.4f} | {_median([r.seconds / r.fresh_seconds for r in sub]):.2f} |"
+                f"{_median([r.fresh_moved for r in sub]):g} | {_median([r.ratio for r in sub]):.4f} | "
+                f"{_median([r.seconds / r.fresh_seconds for r in sub]):.2f} |"
             )
     lines += [
         "",

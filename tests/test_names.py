@@ -1,5 +1,6 @@
-"""Names in prose stay true: every dotted `optsched.*` / `api.*` name and every repository path that a comment, a
-docstring, a field description (the published OpenAPI carries those), the README or docs/ cites must exist.
+"""Names in prose stay true: every dotted `optsched.*` / `api.*` / `bench.*` name that a comment, a docstring, a
+field description (the published OpenAPI carries those), the README, docs/ or bench/results cites must resolve, and
+every repository path cited there or in any other string of the code (text a benchmark writes) must exist.
 
 A module moved or renamed leaves such names behind; this test lists them all, with where they are cited."""
 
@@ -9,9 +10,10 @@ import ast
 import importlib
 import importlib.util
 import io
+import itertools
 import re
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from pathlib import Path
 
@@ -26,20 +28,32 @@ DOTTED = re.compile(r"(?<![\w./-])(?:optsched|api|bench)(?:\.[A-Za-z_]\w*)+")
 # braces allowed); not inside a URL or a longer path.
 PATH = re.compile(r"(?<![\w./:-])(?:optsched|api|bench|tests|models|docs)/(?:[\w.*{},-]+/?)*[\w*}]")
 BRACES = re.compile(r"\{([^{}]*)\}")
-# Dotted names that are no Python names: the package's distribution metadata folder.
-NOT_PYTHON = {"optsched.egg-info"}
 
 
 def _python_files() -> list[Path]:
-    return sorted(p for d in SOURCE_DIRS for p in (ROOT / d).rglob("*.py") if ".venv" not in p.parts)
+    # This file's own examples of stale names are meant to be stale.
+    here = Path(__file__).resolve()
+    return sorted(p for d in SOURCE_DIRS for p in (ROOT / d).rglob("*.py") if p != here)
 
 
 def _markdown_files() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "bench/results").glob("*.md"))]
+
+
+def _strings_of_python(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, text) of every comment and string constant of a Python file."""
+    source = path.read_text()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            yield token.start[0], token.string
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield node.lineno, node.value
 
 
 def _prose_of_python(path: Path) -> Iterator[tuple[int, str]]:
-    """(line, text) of every comment, docstring and `description=` string of a Python file."""
+    """(line, text) of every comment, docstring and `description=` string of a Python file (other strings are
+    also logger names, extension keys and such, which need not be importable)."""
     source = path.read_text()
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type == tokenize.COMMENT:
@@ -57,26 +71,32 @@ def _prose_of_python(path: Path) -> Iterator[tuple[int, str]]:
                     yield part.lineno, part.value
 
 
-def _prose() -> Iterator[tuple[str, str]]:
-    """(where, text) over every source of prose the test checks."""
-    for path in _python_files():
-        for line, text in _prose_of_python(path):
-            yield f"{path.relative_to(ROOT)}:{line}", text
+def _markdown() -> Iterator[tuple[str, str]]:
     for path in _markdown_files():
         for line, text in enumerate(path.read_text().splitlines(), start=1):
             yield f"{path.relative_to(ROOT)}:{line}", text
 
 
+def _cited(texts: Iterable[tuple[str, str]], pattern: re.Pattern[str]) -> dict[str, list[str]]:
+    """Each match of `pattern` in the texts, with where it was found."""
+    found: dict[str, list[str]] = {}
+    for where, text in texts:
+        for match in pattern.findall(text):
+            found.setdefault(match, []).append(where)
+    return found
+
+
+def _in_python(read: Callable[[Path], Iterator[tuple[int, str]]]) -> Iterator[tuple[str, str]]:
+    for path in _python_files():
+        for line, text in read(path):
+            yield f"{path.relative_to(ROOT)}:{line}", text
+
+
 @cache
 def _citations() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    names: dict[str, list[str]] = {}
-    paths: dict[str, list[str]] = {}
-    for where, text in _prose():
-        for name in DOTTED.findall(text):
-            if name not in NOT_PYTHON:
-                names.setdefault(name, []).append(where)
-        for path in PATH.findall(text):
-            paths.setdefault(path, []).append(where)
+    """(dotted names, repository paths), each with where it is cited."""
+    names = _cited(itertools.chain(_in_python(_prose_of_python), _markdown()), DOTTED)
+    paths = _cited(itertools.chain(_in_python(_strings_of_python), _markdown()), PATH)
     return names, paths
 
 

@@ -278,8 +278,8 @@ def _unplaceable(data: ModelData, j: int) -> list[Suggestion]:
         known = [g.memory_gb for g in allowed if g.memory_gb is not None]
         if known:
             message = (
-                f"job {job.id!r} cannot run at all: no device has {job.memory_gb:g} GB of memory "
-                f"(largest: {max(known):g} GB)"
+                f"job {job.id!r} cannot run at all: no device has {job.memory_gb:g} GB of memory (largest: "
+                f"{max(known):g} GB)"
             )
         else:
             message = (f"job {job.id!r} cannot run at all: it needs {job.memory_gb:g} GB per device and no allowed "

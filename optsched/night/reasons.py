@@ -67,14 +67,13 @@ def miss_reason(fleet: Fleet, i: int, records: list[JobRecord]) -> str:
     if start + best > deadline * (1 + 1e-9):
         return (
             f"ready at {ready:.4g} h but started only at {start:.4g} h: "
-            f"{_why_waiting(fleet, i, records, ready, start)}; "
-            f"from then even the fastest run ({best:.4g} h) ends after the deadline {deadline:g} h"
+            f"{_why_waiting(fleet, i, records, ready, start)}; from then even the fastest run ({best:.4g} h) ends "
+            f"after the deadline {deadline:g} h"
         )
     restarts = sum(1 for p in rec.pieces if p[2])
     if restarts:
         return (
-            f"started at {start:.4g} h but was preempted and paid {restarts} restart(s); "
-            f"finished at {rec.finish:.4g} h"
+            f"started at {start:.4g} h but was preempted and paid {restarts} restart(s); finished at {rec.finish:.4g} h"
         )
     capped = [p for p in rec.pieces if any(lv != fleet.fastest_level(i, g) for g, lv, _ in p[3])]
     if capped:
@@ -167,8 +166,8 @@ def _power_blocks(fleet: Fleet, i: int, records: list[JobRecord]) -> str | None:
     if not fits:
         most = max(budget for _, _, budget in periods if budget is not None)  # a period without one fits
         return (
-            f"the fleet draws {draw:,.0f} W, above every global budget in force from {ready:.4g} h "
-            f"(at most {most:,.0f} W)"
+            f"the fleet draws {draw:,.0f} W, above every global budget in force from {ready:.4g} h (at "
+            f"most {most:,.0f} W)"
         )
     longest = max(b - a for a, b in fits)
     shortest_run = job.work_hours / fleet.best_speedup(i)

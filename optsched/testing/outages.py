@@ -37,15 +37,13 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import requests
 
 from optsched.testing.instances import generate
 from optsched.testing.server import LiveServer, free_port
 from optsched.verify.placement import verify
-
-T = TypeVar("T")
 
 PG_HOST, PG_PORT = "127.0.0.1", 5432
 OPTSCHED = Path(sys.executable).with_name("optsched")
@@ -402,12 +400,6 @@ class Traffic:
             return Counter(f"{method} {status}" for t, method, status in self.answers if start <= t <= end)
 
 
-def _started(component: T | None) -> T:
-    if component is None:
-        raise RuntimeError("the deployment is not started: call start() first")
-    return component
-
-
 @dataclass
 class Deployment:
     """Redis, a database, worker pools and an API of a scenario's own (see the module docstring)."""
@@ -417,42 +409,26 @@ class Deployment:
     lease_s: float = LEASE_S
     grace_s: float = GRACE_S
     result_retry_s: float = RESULT_RETRY_S
-    # Set by start(); the properties below give them to the scenarios, which run only on a started deployment.
-    _redis: RedisServer | None = field(default=None, init=False, repr=False)
-    _database: PgDatabase | None = field(default=None, init=False, repr=False)
-    _fleet: WorkerFleet | None = field(default=None, init=False, repr=False)
-    _api: LiveServer | None = field(default=None, init=False, repr=False)
-
-    @property
-    def redis(self) -> RedisServer:
-        return _started(self._redis)
-
-    @property
-    def database(self) -> PgDatabase:
-        return _started(self._database)
-
-    @property
-    def fleet(self) -> WorkerFleet:
-        return _started(self._fleet)
-
-    @property
-    def api(self) -> LiveServer:
-        return _started(self._api)
+    # Set by start(), which the scenarios run after (before it, reading one raises AttributeError).
+    redis: RedisServer = field(init=False, repr=False)
+    database: PgDatabase = field(init=False, repr=False)
+    fleet: WorkerFleet = field(init=False, repr=False)
+    api: LiveServer = field(init=False, repr=False)
 
     def start(self) -> Deployment:
         self.root.mkdir(parents=True, exist_ok=True)
-        self._redis = RedisServer(self.root / "redis")
+        self.redis = RedisServer(self.root / "redis")
         self.redis.start(persistent=False)
-        self._database = PgDatabase(pg_admin_url()).create()
+        self.database = PgDatabase(pg_admin_url()).create()
         env = {k: v for k, v in os.environ.items() if not k.startswith("OPTSCHED_")}
         env.update(OPTSCHED_DATABASE_URL=self.database.url, OPTSCHED_QUEUE_URL=self.redis.url,
                    OPTSCHED_QUEUE_NAME="outages", OPTSCHED_LEASE_S=str(self.lease_s),
                    OPTSCHED_SOLVE_GRACE_S=str(self.grace_s), OPTSCHED_RESULT_RETRY_S=str(self.result_retry_s),
                    OPTSCHED_SPOOL_DIR=str(self.root / "spool"))
-        self._fleet = WorkerFleet(env, self.root)
+        self.fleet = WorkerFleet(env, self.root)
         for _ in range(self.workers):
             self.fleet.start()
-        self._api = LiveServer(self.root / "unused.db", self.root / "api.log", threads=8,
+        self.api = LiveServer(self.root / "unused.db", self.root / "api.log", threads=8,
                               env={k: v for k, v in env.items() if k.startswith("OPTSCHED_")})
         self.api.start()
         for process in self.fleet.processes:
@@ -460,14 +436,15 @@ class Deployment:
         return self
 
     def stop(self) -> None:
-        if self._api is not None:
-            self._api.stop()
-        if self._fleet is not None:
-            self._fleet.stop_all()
-        if self._redis is not None:
-            self._redis.kill()
-        if self._database is not None:
-            self._database.drop()
+        # A start that failed half-way leaves only some of them set.
+        if hasattr(self, "api"):
+            self.api.stop()
+        if hasattr(self, "fleet"):
+            self.fleet.stop_all()
+        if hasattr(self, "redis"):
+            self.redis.kill()
+        if hasattr(self, "database"):
+            self.database.drop()
 
     def ensure_workers(self) -> None:
         while len(self.fleet.alive()) < self.workers:

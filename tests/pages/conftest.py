@@ -160,9 +160,8 @@ def hover_at(driver, canvas_id: str, fx: float, fy: float) -> None:
     canvas = driver.find_element(By.ID, canvas_id)
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", canvas)
     x, y, width, height = driver.execute_script(
-        "const c = arguments[0], a = Chart.getChart(c).chartArea, r = c.getBoundingClientRect();"
-        "return [a.left + arguments[1] * (a.right - a.left), a.top + arguments[2] * (a.bottom - a.top), "
-        "r.width, r.height];",
+        "const c = arguments[0], a = Chart.getChart(c).chartArea, r = c.getBoundingClientRect();return [a.left + "
+        "arguments[1] * (a.right - a.left), a.top + arguments[2] * (a.bottom - a.top), r.width, r.height];",
         canvas,
         fx,
         fy,
