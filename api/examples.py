@@ -1,7 +1,7 @@
 """Examples in the served OpenAPI document: one valid request per operation (so that a client generator, a
 documentation page or a fuzzer's examples phase has something real to send), keyed by operationId.
 
-Each body here is accepted by the server it describes (tests/hardening/test_generated_client.py posts every one); ids in path
+The server accepts each body here (tests/hardening/test_generated_client.py posts every one); ids in path
 examples are well-formed but unknown, so they answer 404 as documented.
 """
 

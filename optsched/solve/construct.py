@@ -288,7 +288,7 @@ def tightness_order(a: Arrays, best: np.ndarray) -> list[int]:
 def construct(data: ModelData, price: np.ndarray | None = None, start: Counts | None = None) -> Counts:
     """A feasible plan, or empty counts when the must-run jobs cannot all be placed (see the module docstring).
 
-    `price` (per kept level, optsched.solve.columns.ColumnMaster.level_prices) replaces extra watts as the cost that orders
+    `price` (per kept level, optsched.solve.columns.ColumnMaster.level_prices) replaces extra watts as the cost ordering
     candidates and fill moves; `start` (a feasible plan) is kept and only added to."""
     a = data.arrays
     candidates = _Candidates(a, price)

@@ -1,4 +1,4 @@
-"""Alembic's environment: migrate the connection `optsched.infra.migrations.upgrade` passes in, or the configured URL."""
+"""Alembic's env.py: migrate the connection `optsched.infra.migrations.upgrade` passes in, or the configured URL."""
 
 from __future__ import annotations
 
