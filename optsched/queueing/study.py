@@ -71,6 +71,12 @@ class Evaluation:
     def stable(self) -> bool:
         return self.means is not None
 
+    def stable_means(self) -> tuple[ClassMeans, ...]:
+        """The per-class means, which only a stable evaluation has."""
+        if self.means is None:
+            raise ValueError(f"caps {self.caps}: the queue is unstable and has no means")
+        return self.means
+
 
 def queue_classes(study: Study, caps: Sequence[float]) -> tuple[QueueClass, ...]:
     """The M/G/c classes of the study at these caps: level by priority, service mean work / Amdahl speedup."""
@@ -224,7 +230,7 @@ def _choose(study: Study, evaluations: list[Evaluation]) -> tuple[Evaluation, St
     closest = min(stable, key=lambda e: (_worst_ratio(study, e), e.mean_power_w))
     misses = [
         f"{k.name} {m.response:.4g} h > target {study.targets[k.name].mean_response_hours:g} h"
-        for k, m in zip(study.classes, closest.means or (), strict=True)
+        for k, m in zip(study.classes, closest.stable_means(), strict=True)
         if k.name in study.targets and not _meets(m.response, study.targets[k.name].mean_response_hours)
     ]
     what = "the given caps miss" if len(evaluations) == 1 else "no caps meet every target; the closest misses"
@@ -239,7 +245,7 @@ def _worst_ratio(study: Study, e: Evaluation) -> float:
     """max over targeted classes of response / target (0 without targets)."""
     ratios = [
         m.response / study.targets[k.name].mean_response_hours
-        for k, m in zip(study.classes, e.means or (), strict=True)
+        for k, m in zip(study.classes, e.stable_means(), strict=True)
         if k.name in study.targets
     ]
     return max(ratios, default=0.0)
@@ -257,16 +263,15 @@ def _misses(classes: Sequence[ClassResult]) -> str:
 
 def weighted_response(e: Evaluation) -> float:
     """Arrival-weighted mean response over all classes (h)."""
-    assert e.means is not None
-    return math.fsum(k.rate * m.response for k, m in zip(e.queue, e.means, strict=True)) / math.fsum(
+    means = e.stable_means()
+    return math.fsum(k.rate * m.response for k, m in zip(e.queue, means, strict=True)) / math.fsum(
         k.rate for k in e.queue
     )
 
 
 def high_priority_response(e: Evaluation) -> float:
     """Arrival-weighted mean response of the classes at the top priority level (h)."""
-    assert e.means is not None
-    top = [(k, m) for k, m in zip(e.queue, e.means, strict=True) if k.level == 0]
+    top = [(k, m) for k, m in zip(e.queue, e.stable_means(), strict=True) if k.level == 0]
     return math.fsum(k.rate * m.response for k, m in top) / math.fsum(k.rate for k, _ in top)
 
 
@@ -285,7 +290,7 @@ def pareto_front(study: Study, evaluations: Sequence[Evaluation]) -> tuple[Front
                     mean_power_w=e.mean_power_w,
                     high_priority_response_hours=top,
                     weighted_response_hours=weighted_response(e),
-                    response_hours={k.name: m.response for k, m in zip(study.classes, e.means or (), strict=True)},
+                    response_hours={k.name: m.response for k, m in zip(study.classes, e.stable_means(), strict=True)},
                     meets_targets=_worst_ratio(study, e) <= 1.0 + TARGET_RTOL,
                 )
             )
