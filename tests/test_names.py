@@ -1,6 +1,7 @@
 """Names in prose stay true: every dotted `optsched.*` / `api.*` / `bench.*` name that a comment, a docstring, a
-field description (the published OpenAPI carries those), the README, docs/ or bench/results cites must resolve, and
-every repository path cited there or in any other string of the code (text a benchmark writes) must exist.
+field description (the published OpenAPI carries those), the README, docs/, bench/results, the Makefile or
+pyproject.toml cites must resolve, and every repository path cited there or in any other string of the code (text
+a benchmark writes) must exist.
 
 A module moved or renamed leaves such names behind; this test lists them all, with where they are cited."""
 
@@ -36,8 +37,10 @@ def _python_files() -> list[Path]:
     return sorted(p for d in SOURCE_DIRS for p in (ROOT / d).rglob("*.py") if p != here)
 
 
-def _markdown_files() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "bench/results").glob("*.md"))]
+def _text_files() -> list[Path]:
+    """The documents, and the build files whose comments name files and modules."""
+    documents = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *(ROOT / "bench/results").glob("*.md")]
+    return [*documents, ROOT / "Makefile", ROOT / "pyproject.toml"]
 
 
 def _strings_of_python(path: Path) -> Iterator[tuple[int, str]]:
@@ -71,8 +74,8 @@ def _prose_of_python(path: Path) -> Iterator[tuple[int, str]]:
                     yield part.lineno, part.value
 
 
-def _markdown() -> Iterator[tuple[str, str]]:
-    for path in _markdown_files():
+def _text() -> Iterator[tuple[str, str]]:
+    for path in _text_files():
         for line, text in enumerate(path.read_text().splitlines(), start=1):
             yield f"{path.relative_to(ROOT)}:{line}", text
 
@@ -95,8 +98,8 @@ def _in_python(read: Callable[[Path], Iterator[tuple[int, str]]]) -> Iterator[tu
 @cache
 def _citations() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """(dotted names, repository paths), each with where it is cited."""
-    names = _cited(itertools.chain(_in_python(_prose_of_python), _markdown()), DOTTED)
-    paths = _cited(itertools.chain(_in_python(_strings_of_python), _markdown()), PATH)
+    names = _cited(itertools.chain(_in_python(_prose_of_python), _text()), DOTTED)
+    paths = _cited(itertools.chain(_in_python(_strings_of_python), _text()), PATH)
     return names, paths
 
 
