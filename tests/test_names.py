@@ -43,12 +43,16 @@ def _text_files() -> list[Path]:
     return [*documents, ROOT / "Makefile", ROOT / "pyproject.toml"]
 
 
-def _strings_of_python(path: Path) -> Iterator[tuple[int, str]]:
-    """(line, text) of every comment and string constant of a Python file."""
-    source = path.read_text()
+def _comments(source: str) -> Iterator[tuple[int, str]]:
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type == tokenize.COMMENT:
             yield token.start[0], token.string
+
+
+def _strings_of_python(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, text) of every comment and string constant of a Python file."""
+    source = path.read_text()
+    yield from _comments(source)
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             yield node.lineno, node.value
@@ -58,11 +62,8 @@ def _prose_of_python(path: Path) -> Iterator[tuple[int, str]]:
     """(line, text) of every comment, docstring and `description=` string of a Python file (other strings are
     also logger names, extension keys and such, which need not be importable)."""
     source = path.read_text()
-    for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type == tokenize.COMMENT:
-            yield token.start[0], token.string
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
+    yield from _comments(source)
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
