@@ -11,10 +11,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
+from optsched.cli_tables import print_plan_table, print_replan_summary
 from optsched.schema.errors import InvalidWorkload
-from optsched.schema.plan import Plan
 
 app = typer.Typer(
     add_completion=False,
@@ -106,34 +105,6 @@ def replan_command(
     for warning in result.plan.warnings:
         stderr.print("[yellow]warning:[/]", escape(warning), highlight=False)
     raise typer.Exit(EXIT_PLAN if result.feasible else EXIT_NO_PLAN)
-
-
-def print_replan_summary(result, console: Console) -> None:
-    """The re-plan's headline and one row per job it touches (jobs waiting before and after are left out)."""
-    plan = result.plan
-    objective = "-" if plan.objective is None else f"{plan.objective:,.4g}"
-    net = "-" if result.net_objective is None else f"{result.net_objective:,.4g}"
-    console.print(
-        f"[bold]{escape(plan.workload)}[/]: {plan.status.value}, {plan.objective_name} = {objective}, "
-        f"net of moves {net}; moved {result.moved} running job(s), {result.restart_hours:g} restart hours "
-        f"({result.move_cost_hours:g} h each); solved in {result.solve_seconds:.2f} s",
-        highlight=False,
-    )
-    rows = [c for c in result.changes if c.before or c.after]
-    if not rows:
-        return
-    table = Table("job", "change", "reason", "before (count x cap W)", "after", "restart h", "why")
-    for c in rows:
-        table.add_row(
-            escape(c.job) + (" (pinned)" if c.pinned else ""),
-            c.kind.value,
-            c.reason.value,
-            escape(", ".join(f"{a.device} {a.count}x{a.cap_w:g}W" for a in c.before)) or "-",
-            escape(", ".join(f"{a.device} {a.count}x{a.cap_w:g}W" for a in c.after)) or "-",
-            f"{c.restart_hours:g}",
-            escape(c.detail),
-        )
-    console.print(table)
 
 
 @app.command("frontier")
@@ -454,62 +425,3 @@ def _write_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
-
-
-# Below this many columns the jobs are listed one block each instead of as a table.
-TABLE_MIN_WIDTH = 90
-
-
-def print_plan_table(plan: Plan, console: Console) -> None:
-    """The plan for people, fitted to the console's width: ids and device lists wrap (folded mid-word when they
-    must), never cut; on a narrow console each job is a block of lines."""
-    gap = "-" if plan.gap is None else f"{plan.gap:.2%}"
-    objective = "-" if plan.objective is None else f"{plan.objective:,.4g}"
-    console.print(
-        f"[bold]{escape(plan.workload)}[/]: {plan.status.value}, {plan.objective_name} = {objective} "
-        f"(gap {gap}), power {plan.power_w:,.0f} W, solved in {plan.solve_seconds:.2f} s",
-        highlight=False,
-    )
-    rows = [_placement_cells(p) for p in plan.placements]
-    if console.width >= TABLE_MIN_WIDTH:
-        jobs = Table()
-        jobs.add_column("job", overflow="fold", ratio=3, min_width=12)
-        jobs.add_column("priority", no_wrap=True)
-        for name in ("speedup", "runtime h", "deadline h"):
-            jobs.add_column(name, justify="right", no_wrap=True)
-        jobs.add_column("met", no_wrap=True)
-        jobs.add_column("devices (count x cap W)", overflow="fold", ratio=2, min_width=14)
-        for job, priority, speedup, runtime, deadline, met, devices in rows:
-            jobs.add_row(escape(job), priority, speedup, runtime, deadline, met, escape("\n".join(devices)))
-        console.print(jobs)
-    else:
-        for job, priority, speedup, runtime, deadline, met, devices in rows:
-            console.print(f"[bold]{escape(job)}[/]", overflow="fold", highlight=False)
-            facts = [priority] + ([f"speedup {speedup}", f"runtime {runtime} h"] if speedup != "-" else [])
-            facts += [f"deadline {deadline} h, met {met}"] if deadline != "-" else []
-            console.print("  " + ", ".join(facts), overflow="fold", highlight=False, markup=False)
-            for line in devices:
-                console.print(f"    {line}", overflow="fold", highlight=False, markup=False)
-    power = Table("power scope", "drawn W", "budget W")
-    power.columns[0].overflow = "fold"
-    power.add_row("fleet", f"{plan.power_w:,.0f}", _watts(plan.budget_w))
-    for domain, watts in plan.power_by_domain.items():
-        power.add_row(escape(domain), f"{watts:,.0f}", _watts(plan.budget_by_domain.get(domain)))
-    console.print(power)
-
-
-def _placement_cells(p) -> tuple[str, str, str, str, str, str, list[str]]:
-    """job, priority, speedup, runtime, deadline, met, and one line per allocation ("not admitted" without any)."""
-    return (
-        p.job,
-        p.priority,
-        f"{p.speedup:.3f}" if p.admitted else "-",
-        f"{p.runtime_hours:.2f}" if p.runtime_hours is not None else "-",
-        f"{p.deadline_hours:g}" if p.deadline_hours is not None else "-",
-        {True: "yes", False: "NO", None: "-"}[p.meets_deadline],
-        [f"{a.device} {a.count}x{a.cap_w:g}W" for a in p.allocations] or ["not admitted"],
-    )
-
-
-def _watts(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.0f}"

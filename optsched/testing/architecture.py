@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("charts", ("optsched.charts",)),  # every PNG: drawn from schema and feature results
     ("infra", ("optsched.infra",)),
     ("service", ("optsched.service",)),
-    ("faces", ("optsched.cli", "api", "optsched.testing")),
+    ("faces", ("optsched.cli", "optsched.cli_tables", "api", "optsched.testing")),
 )
 
 # Narrower rules than the layer order, as (importer prefix, allowed imported prefixes).

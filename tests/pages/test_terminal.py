@@ -19,7 +19,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 import optsched
-from optsched.cli import TABLE_MIN_WIDTH, app, print_plan_table
+from optsched.cli import app
+from optsched.cli_tables import TABLE_MIN_WIDTH, print_plan_table
 from optsched.schema.catalog import sample_workload_path
 from optsched.testing.factories import device, job, workload
 from optsched.verify.placement import verify
