@@ -61,7 +61,9 @@ def plan_command(
 def replan_command(
     workload: Annotated[Path, typer.Argument(help="Workload JSON file the current plan was made for.")],
     plan: Annotated[Path, typer.Argument(help="Current plan JSON file (as `optsched plan -o` writes it).")],
-    change: Annotated[Path, typer.Argument(help="Change JSON file: failures, repairs, budgets, jobs added/removed, pins.")],
+    change: Annotated[
+        Path, typer.Argument(help="Change JSON file: failures, repairs, budgets, jobs added/removed, pins.")
+    ],
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write the new plan JSON here.")] = None,
     workload_out: Annotated[
         Path | None, typer.Option("--workload-out", help="Write the changed workload JSON here (to re-plan again).")
@@ -87,7 +89,7 @@ def replan_command(
         stderr.print(f"[bold red]invalid {what}[/] ({len(exc.errors)} problem(s)):", highlight=False)
         for error in exc.errors:
             stderr.print(f"  {error}", highlight=False, markup=False, soft_wrap=True)
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(EXIT_INVALID) from exc
     try:
         _emit_json(result.plan, output)
         if workload_out is not None:
@@ -96,7 +98,7 @@ def replan_command(
             _emit_json(result, result_out)
     except OSError as exc:
         stderr.print(f"[bold red]cannot write:[/] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(EXIT_INVALID) from exc
     print_replan_summary(result, Console(stderr=True, width=None if sys.stderr.isatty() else 160))
     for reason in result.plan.diagnosis:
         stderr.print("[bold red]infeasible:[/]", escape(reason), highlight=False)
@@ -122,7 +124,8 @@ def frontier_command(
 
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     # On a terminal only (piped: nothing extra), and until the last file is written.
-    with Progress(*columns, console=stderr, transient=True, disable=not stderr.is_terminal, redirect_stdout=False) as bar:
+    with Progress(*columns, console=stderr, transient=True, disable=not stderr.is_terminal,
+                  redirect_stdout=False) as bar:
         task = bar.add_task("planning the frontier: a solve per budget, from the least feasible to saturation")
         result = _valid_or_exit(frontier, workload, time_limit_s=time_limit, mip_gap=gap)
         bar.update(task, description=f"writing the frontier ({len(result.points)} points)")
@@ -159,14 +162,14 @@ def queueing_command(
         stderr.print(f"[bold red]invalid study[/] ({len(exc.errors)} problem(s)):", highlight=False)
         for error in exc.errors:
             stderr.print(f"  {error}", highlight=False, markup=False, soft_wrap=True)
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(EXIT_INVALID) from exc
     try:
         _emit_json(result, output)
         if png is not None and result.stable:
             png.write_bytes(queueing_front_png(result))
     except OSError as exc:
         stderr.print(f"[bold red]cannot write:[/] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(EXIT_INVALID) from exc
     if result.reason:
         stderr.print(f"[bold red]{result.status.value}:[/]", escape(result.reason), highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_PLAN if result.ok else EXIT_NO_PLAN)
@@ -181,7 +184,8 @@ def serve_command(
     ] = None,
     threads: Annotated[int, typer.Option(min=1, help="Application threads of the HTTP process (waitress).")] = 32,
 ) -> None:
-    """Run the REST service under waitress; configuration by OPTSCHED_* environment variables (see the README, REST service)."""
+    """Run the REST service under waitress; configuration by OPTSCHED_* environment variables (see the README,
+    REST service)."""
     from api.serve import serve
     from optsched.service.settings import ConfigError
 
@@ -189,18 +193,25 @@ def serve_command(
         serve(host=host, port=port, workers=workers, threads=threads)
     except ConfigError as exc:
         stderr.print("[bold red]invalid configuration:[/]", str(exc), highlight=False)
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(EXIT_INVALID) from exc
 
 
 @app.command("night")
 def night_command(
-    queue: Annotated[Path, typer.Argument(help="Night queue JSON file (a workload with release_hours, after, power.windows, failures).")],
+    queue: Annotated[Path, typer.Argument(
+        help="Night queue JSON file (a workload with release_hours, after, power.windows, failures).")],
     start: Annotated[str, typer.Option("--start", help="When the night starts, ISO 8601 (e.g. 2026-12-01T22:00).")],
     hours: Annotated[float, typer.Option("--hours", help="Length of the night in hours.")],
     out: Annotated[Path, typer.Option("--out", help="Output directory (replaced as a whole, atomically).")],
-    preempt: Annotated[bool, typer.Option("--preempt", help="Let due jobs displace lower-priority running jobs.")] = False,
-    restart_hours: Annotated[float, typer.Option("--restart-hours", help="Restart cost in hours of jobs whose queue sets none (preemption, move, failure).")] = 0.1,
-    time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.001, help="Seconds per event's solve.")] = None,
+    preempt: Annotated[
+        bool, typer.Option("--preempt", help="Let due jobs displace lower-priority running jobs.")
+    ] = False,
+    restart_hours: Annotated[float, typer.Option(
+        "--restart-hours", help="Restart cost in hours of jobs whose queue sets none (preemption, move, failure).")
+    ] = 0.1,
+    time_limit: Annotated[
+        float | None, typer.Option("--time-limit", min=0.001, help="Seconds per event's solve.")
+    ] = None,
 ) -> None:
     """Plan the night's queue as a timeline; exit 0 if every hard deadline is met, 1 if not, 2 for invalid input."""
     import time
@@ -231,26 +242,28 @@ def night_command(
             write_night_outputs(result, out)
     except InvalidWorkload as exc:
         _print_invalid(exc)
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(EXIT_INVALID) from exc
     except OSError as exc:
         stderr.print(f"[bold red]cannot write {out}:[/] {exc}", highlight=False)
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(EXIT_INVALID) from exc
     s = result.summary
     typer.echo(
-        f"{result.queue}: {s.status.value} - {s.jobs} jobs, {s.finished_by_end_of_night} finished by the end of the night, "
-        f"makespan {s.makespan_hours:.2f} h, hard deadlines met {s.hard_deadlines_met}, missed {len(s.hard_deadlines_missed)}, "
+        f"{result.queue}: {s.status.value} - {s.jobs} jobs, {s.finished_by_end_of_night} finished by the end of "
+        f"the night, makespan {s.makespan_hours:.2f} h, hard deadlines met {s.hard_deadlines_met}, missed "
+        f"{len(s.hard_deadlines_missed)}, "
         f"energy {s.energy_kwh:.1f} kWh; planned in {time.monotonic() - started:.1f} s; wrote {out}/"
     )
     for job in result.jobs:
         if job.reason is not None:
-            stderr.print(f"[yellow]{job.priority} job {escape(repr(job.job))}:[/] {escape(job.reason)}", highlight=False)
+            stderr.print(f"[yellow]{job.priority} job {escape(repr(job.job))}:[/] {escape(job.reason)}",
+                         highlight=False)
     for warning in result.warnings:
         stderr.print("[yellow]warning:[/]", escape(warning), highlight=False)
     raise typer.Exit(EXIT_PLAN if result.ok else EXIT_NO_PLAN)
 
 
 
-# -- scaled deployment (README: Scaled deployment): RQ workers and batch fan-out -------------------------------------------
+# -- scaled deployment (README: Scaled deployment): RQ workers and batch fan-out ------------------------------------
 
 
 @app.command("worker")
@@ -281,7 +294,7 @@ def worker_command(
         settings = load_settings()
     except ConfigError as exc:
         stderr.print("[bold red]invalid configuration:[/]", str(exc), highlight=False)
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(EXIT_INVALID) from exc
     if not settings["QUEUE_URL"]:
         stderr.print("[bold red]OPTSCHED_QUEUE_URL is not set:[/] set it to the Redis URL the API submits to "
                      "(redis://host:6379/0)", highlight=False)
@@ -306,7 +319,8 @@ def batch_command(
     ] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", min=0.0, help="Stop waiting after S seconds.")] = None,
 ) -> None:
-    """Plan many workloads: exit 0 when every one has a feasible plan, 1 otherwise (or unfinished), 2 for invalid input."""
+    """Plan many workloads: exit 0 when every one has a feasible plan, 1 otherwise (or unfinished), 2 for invalid
+    input."""
     import os
 
     from redis.exceptions import RedisError
@@ -325,16 +339,17 @@ def batch_command(
                                database_url=os.environ.get("OPTSCHED_DATABASE_URL") or None, workers=workers,
                                grace_s=settings["SOLVE_GRACE_S"], solver_threads=settings["SOLVER_THREADS"])
     except InvalidBatch as exc:
-        stderr.print(f"[bold red]invalid batch[/] ({len(exc.problems)} problem(s)); nothing was submitted:", highlight=False)
+        stderr.print(f"[bold red]invalid batch[/] ({len(exc.problems)} problem(s)); nothing was submitted:",
+                     highlight=False)
         for problem in exc.problems:
             stderr.print(f"  {problem}", highlight=False, markup=False, soft_wrap=True)
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(EXIT_INVALID) from exc
     except ConfigError as exc:
         stderr.print("[bold red]invalid configuration:[/]", str(exc), highlight=False)
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(EXIT_INVALID) from exc
     except unreachable as exc:
         stderr.print("[bold red]cannot reach the store or the queue:[/]", escape(str(exc)), highlight=False)
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(EXIT_INVALID) from exc
     wait = wait or backend.local
     if wait and not backend.local and backend.queue.worker_count() == 0:  # type: ignore[attr-defined]
         stderr.print(f"[yellow]warning:[/] no `optsched worker` listens on {backend.label}; the plans wait for one",
@@ -354,10 +369,10 @@ def batch_command(
     except unreachable as exc:
         stderr.print("[bold red]lost the store or the queue:[/] " + escape(str(exc)) + "; run the batch again to "
                      "collect what was submitted", highlight=False)
-        raise typer.Exit(EXIT_NO_PLAN)
+        raise typer.Exit(EXIT_NO_PLAN) from exc
     except OSError as exc:
         stderr.print(f"[bold red]cannot write {out}:[/] {exc}", highlight=False)
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(EXIT_INVALID) from exc
     finally:
         backend.close()
     counts = ", ".join(f"{n} {status}" for status, n in sorted(result.counts.items()))
@@ -402,7 +417,7 @@ def _valid_or_exit(run, *args, **kwargs):
         return run(*args, **kwargs)
     except InvalidWorkload as exc:
         _print_invalid(exc)
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(EXIT_INVALID) from exc
 
 
 def _emit_json(result, output: Path | None, echo: bool = True) -> None:
