@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field, ValidationError
 from werkzeug.exceptions import HTTPException
 from werkzeug.http import HTTP_STATUS_CODES
 
-from optsched.infra.pool import QueueFull
+from optsched.infra.queue import QueueFull
 from optsched.infra.rq import QUEUE_OUTAGES
 from optsched.infra.store import DATABASE_OUTAGES, InvalidCursor
 from optsched.schema.errors import FieldError, InvalidPlan, InvalidWorkload

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from flask import Flask, current_app
 
-from optsched.infra.pool import SolveQueue
+from optsched.infra.queue import SolveQueue
 from optsched.infra.store import PlanStore
 
 EXTENSION = "optsched"

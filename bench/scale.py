@@ -39,7 +39,8 @@ from pathlib import Path
 import psycopg
 from redis import Redis
 
-from optsched.infra.pool import ProcessPool, SolveQueue
+from optsched.infra.pool import ProcessPool
+from optsched.infra.queue import SolveQueue
 from optsched.infra.rq import RQQueue
 from optsched.infra.store import PlanState, PlanStore
 from optsched.service.kinds import RUNNER

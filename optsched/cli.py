@@ -351,7 +351,7 @@ def batch_command(
         stderr.print("[bold red]cannot reach the store or the queue:[/]", escape(str(exc)), highlight=False)
         raise typer.Exit(EXIT_INVALID) from exc
     wait = wait or backend.local
-    if wait and not backend.local and backend.queue.worker_count() == 0:  # type: ignore[attr-defined]
+    if wait and not backend.local and backend.queue.worker_count() == 0:
         stderr.print(f"[yellow]warning:[/] no `optsched worker` listens on {backend.label}; the plans wait for one",
                      highlight=False)
     columns = (TextColumn("solving"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[detail]}"),

@@ -1,22 +1,17 @@
-"""The solve queue: plans go in by id, a bounded pool of worker processes solves them, results go to the store.
+"""The in-server solve queue: a bounded pool of local worker processes (`ProcessPool`, a `SolveQueue`).
 
-A queued row is a resource of one kind (optsched.infra.tables.ResourceKind): a plan, a night plan or a frontier. The
-queue itself only sees ids; a worker turns a claimed row into a `SolveTask` and the `Runner` the service layer
-gives the queue runs it (optsched.service.kinds: each kind's Python API, the same calls the CLI makes).
-
-`SolveQueue` is the interface the service (and later batch commands) program against; `ProcessPool` is the
-in-server implementation. A dispatcher thread owns the worker processes: it claims queued plans in the store,
-sends each workload over a pipe to an idle worker, writes the answer back in one transaction, kills a worker
-whose solve overruns its time limit plus a grace period (recorded `no_solution`) or whose plan is cancelled,
-and replaces every worker after `max_solves_per_worker` solves (HiGHS does not give all memory back).
-Only the dispatcher writes solve results, so a worker process never touches the database.
+A dispatcher thread owns the worker processes: it claims queued plans in the store, sends each workload over a
+pipe to an idle worker, writes the answer back in one transaction, kills a worker whose solve overruns its time
+limit plus a grace period (recorded `no_solution`) or whose plan is cancelled, and replaces every worker after
+`max_solves_per_worker` solves (HiGHS does not give all memory back). Only the dispatcher writes solve results,
+so a worker process never touches the database.
 """
 
 from __future__ import annotations
 
-import abc
 import atexit
 import collections
+import functools
 import logging
 import math
 import multiprocessing
@@ -25,15 +20,16 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for_connections
+from multiprocessing.context import SpawnProcess
 from typing import Any
 
-from optsched.infra.store import DATABASE_OUTAGES, MAX_ATTEMPTS, PlanRecord, PlanState, PlanStore, ResourceKind
-from optsched.schema.errors import OptschedError
+from optsched.infra.availability import Availability, backoff_s
+from optsched.infra.queue import QueueFull, Runner, SolveFunction, SolveTask, record_outcome, set_incumbent_sink
+from optsched.infra.store import DATABASE_OUTAGES, MAX_ATTEMPTS, PlanRecord, PlanState, PlanStore
 
 log = logging.getLogger(__name__)
 
@@ -43,171 +39,11 @@ SWEEP_INTERVAL_S = 15.0
 STALE_CLAIM_SLACK_S = 60.0
 # Seconds a freshly started worker may take to import the planner before it is replaced.
 WORKER_START_TIMEOUT_S = 60.0
-# Waits between retries while a dependency (the database, Redis) does not answer: doubling from the first, capped.
-BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.25, 5.0
-
-
-def backoff_s(retry: int) -> float:
-    """Seconds to wait before retry number `retry` (0-based) of a call to a dependency that does not answer."""
-    return min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** min(retry, 16))
-
-
-class Availability:
-    """Whether a dependency answers, as one process sees it: logs one line when it stops answering and one when
-    it answers again (with how long it was away), not one per failed call."""
-
-    def __init__(self, what: str, logger: logging.Logger | None = None):
-        self.what = what
-        self.log = logger or log
-        self.down_since: float | None = None
-
-    @property
-    def down(self) -> bool:
-        return self.down_since is not None
-
-    def failed(self, exc: BaseException, doing: str = "") -> None:
-        if self.down_since is None:
-            self.down_since = time.monotonic()
-            self.log.warning("%s does not answer%s (%s: %s); retrying with backoff", self.what,
-                             f" ({doing})" if doing else "", type(exc).__name__, _first_line(exc))
-
-    def ok(self) -> None:
-        if self.down_since is not None:
-            self.log.warning("%s answers again (after %.1f s)", self.what, time.monotonic() - self.down_since)
-            self.down_since = None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else ""
-
-
-
-@dataclass(frozen=True)
-class SolveTask:
-    """What a worker needs to solve one row: its kind, input document, keyword arguments and HiGHS threads."""
-
-    kind: ResourceKind
-    workload: dict[str, Any]
-    params: dict[str, Any] = field(default_factory=dict)
-    threads: int | None = None
-
-    @classmethod
-    def of(cls, record: PlanRecord, threads: int | None) -> SolveTask:
-        return cls(kind=record.kind, workload=record.workload or {}, params=dict(record.params or {}), threads=threads)
-
-
-# A solve function runs in a worker process: ("result", (state, document)), ("invalid", field errors) or
-# ("error", message). `solve_task` is the real one; tests pass stand-ins.
-SolveFunction = Callable[[SolveTask], tuple[str, Any]]
-
-
-class QueueFull(OptschedError):
-    """The solve queue holds as many plans as it may; retry after `retry_after_s` seconds."""
-
-    def __init__(self, size: int, retry_after_s: int):
-        self.size = size
-        self.retry_after_s = retry_after_s
-        super().__init__(f"the solve queue is full ({size} plans waiting); retry in {retry_after_s} s")
-
-
-class SolveQueue(abc.ABC):
-    """What the service needs from a solve queue; implementations differ in where the solves run."""
-
-    def __init__(self, store: PlanStore, runner: Runner):
-        self.store = store
-        self.runner = runner
-
-    @abc.abstractmethod
-    def start(self) -> None:
-        """Start solving, first requeueing the plans a previous run left queued or solving."""
-
-    @abc.abstractmethod
-    def stop(self) -> None:
-        """Stop solving; plans in flight go back to queued so the next start solves them."""
-
-    @abc.abstractmethod
-    def submit(self, plan_id: str) -> None:
-        """Queue a stored, queued plan; raises QueueFull when the queue is at its bound."""
-
-    @abc.abstractmethod
-    def cancel(self, plan_id: str) -> PlanRecord | None:
-        """Mark a queued or solving plan cancelled and stop its solve; the record as it now is (None: unknown)."""
-
-    @abc.abstractmethod
-    def depth(self) -> int:
-        """Plans waiting for a worker."""
-
-    def healthy(self) -> bool:
-        """Whether solves are being taken from the queue."""
-        return True
-
-    def unready_reason(self) -> str | None:
-        """Why solves are not being taken (for /readyz), naming the dependency that fails; None when they are."""
-        return None if self.healthy() else "the solve dispatcher is not running"
-
-    def wait(self, plan_id: str, timeout_s: float) -> PlanRecord | None:
-        """The record once final or after `timeout_s`, whichever comes first (this default polls the store).
-        While the database does not answer it keeps trying until `timeout_s`, then returns the last record it read
-        (None if none): the plan was accepted, and a wait must not turn that into an error."""
-        deadline = time.monotonic() + timeout_s
-        record = None
-        while True:
-            try:
-                record = self.store.get(plan_id)
-                if record is None or record.status.final:
-                    return record
-            except DATABASE_OUTAGES:
-                pass
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return record
-            time.sleep(min(0.05, remaining))
-
-
-@dataclass(frozen=True)
-class Runner:
-    """What a queue runs, given by the service layer (optsched.service.kinds.RUNNER): `solve` in a worker process
-    (a module-level function, so a spawned worker imports it by name) and `self.runner.budget_s(record)`, the wall time a
-    solve may take before it is stopped (plus the grace period)."""
-
-    solve: SolveFunction
-    budget_s: Callable[[PlanRecord], float]
-
-
-# Where a solve in this process sends each improved plan while it runs: set by the queue around each task
-# (the process pool's worker sends it to the dispatcher, an RQ horse writes it to the store).
-_incumbent_sink: Callable[[dict[str, Any]], None] | None = None
-
-
-def report_incumbent(document: dict[str, Any]) -> None:
-    """A running solve's best plan so far (a plan document); recorded on its row while it is still solving."""
-    if _incumbent_sink is not None:
-        _incumbent_sink(document)
-
-
-def set_incumbent_sink(sink: Callable[[dict[str, Any]], None] | None) -> None:
-    global _incumbent_sink
-    _incumbent_sink = sink
-
-
-def record_outcome(store: PlanStore, plan_id: str, attempt: int, outcome: str, payload: Any) -> PlanState | None:
-    """Write a solve answer onto the claim `attempt`; the state written, or None when the claim was no longer
-    current (cancelled, or requeued and claimed again). The one place both queues record outcomes."""
-    if outcome == "result":
-        state, document = payload
-        state, fields = PlanState(state), {"plan": document}
-    elif outcome == "invalid":
-        details = "; ".join(f"{e['path'] or '<document>'}: {e['message']}" for e in payload)
-        state, fields = PlanState.failed, {"error": f"invalid workload: {details}"}
-    else:
-        state, fields = PlanState.failed, {"error": str(payload)}
-    return state if store.finish(plan_id, attempt, state, **fields) else None
 
 
 @dataclass(eq=False)
 class _Worker:
-    process: Any  # multiprocessing.context.SpawnProcess
+    process: SpawnProcess
     conn: Connection
     started: float
     ready: bool = False
@@ -226,7 +62,7 @@ class _Waiters:
     count: int = 0
 
 
-class ProcessPool(SolveQueue):
+class ProcessPool:
     """Solves in `workers` local processes; at most `queue_size` plans wait; see the module docstring."""
 
     def __init__(
@@ -239,16 +75,16 @@ class ProcessPool(SolveQueue):
         grace_s: float = 5.0,
         solver_threads: int | None = 1,
         runner: Runner,
-        start_method: str = "spawn",
     ):
-        super().__init__(store, runner)
+        self.store = store
+        self.runner = runner
         self.size = workers or os.cpu_count() or 1
         self.queue_size = queue_size
         self.max_solves_per_worker = max_solves_per_worker
         self.grace_s = grace_s
         self.solver_threads = solver_threads
         self._solve = runner.solve
-        self._context = multiprocessing.get_context(start_method)
+        self._context = multiprocessing.get_context("spawn")  # a fresh interpreter: no threads or locks inherited
         self._lock = threading.Lock()
         self._queue: collections.deque[str] = collections.deque()
         self._cancel_requests: set[str] = set()
@@ -327,8 +163,14 @@ class ProcessPool(SolveQueue):
         with self._lock:
             return len(self._queue)
 
+    def worker_count(self) -> int:
+        return sum(1 for w in self._workers if not w.retiring)
+
     def healthy(self) -> bool:
         return self._thread is not None and self._thread.is_alive() and not self._stopping.is_set()
+
+    def unready_reason(self) -> str | None:
+        return None if self.healthy() else "the solve dispatcher is not running"
 
     def wait(self, plan_id: str, timeout_s: float) -> PlanRecord | None:
         with self._lock:
@@ -350,7 +192,7 @@ class ProcessPool(SolveQueue):
 
     def worker_pids(self) -> list[int]:
         """Process ids of the live workers (for tests and diagnostics)."""
-        return [w.process.pid for w in self._workers if not w.retiring]
+        return [pid for w in self._workers if not w.retiring and (pid := w.process.pid) is not None]
 
     # -- the dispatcher thread ----------------------------------------------------------------------------
 
@@ -372,16 +214,14 @@ class ProcessPool(SolveQueue):
         self._spawn_missing()
         self._flush_unrecorded()
         self._dispatch()
-        by_connection = {w.conn: w for w in self._workers}
-        for conn in wait_for_connections([*by_connection, self._wake_r], self._next_timeout()):
-            if conn is self._wake_r:
-                self._drain_wake()
-                continue
-            worker = by_connection[conn]
+        ready = wait_for_connections([*(w.conn for w in self._workers), self._wake_r], self._next_timeout())
+        if self._wake_r in ready:
+            self._drain_wake()
+        for worker in [w for w in self._workers if w.conn in ready]:
             if worker not in self._workers:
-                continue
+                continue  # discarded by an earlier message of this round
             try:
-                message = conn.recv()
+                message = worker.conn.recv()
             except (EOFError, OSError):
                 self._on_exit(worker)
                 continue
@@ -632,7 +472,7 @@ def _worker_main(conn: Connection, parent_pid: int, solve: SolveFunction) -> Non
         if message is None:
             return
         _, plan_id, task = message
-        set_incumbent_sink(lambda document: conn.send(("incumbent", plan_id, document)))
+        set_incumbent_sink(functools.partial(_send_incumbent, conn, plan_id))
         try:
             outcome, payload = solve(task)
         finally:
@@ -641,6 +481,10 @@ def _worker_main(conn: Connection, parent_pid: int, solve: SolveFunction) -> Non
             conn.send(("result", plan_id, outcome, payload))
         except (BrokenPipeError, OSError):
             return
+
+
+def _send_incumbent(conn: Connection, plan_id: str, document: dict[str, Any]) -> None:
+    conn.send(("incumbent", plan_id, document))
 
 
 def _exit_when_orphaned(parent_pid: int) -> None:

@@ -68,17 +68,8 @@ from rq.serializers import JSONSerializer
 from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
 from rq.worker_pool import WorkerPool
 
-from optsched.infra.pool import (
-    BACKOFF_MAX_S,
-    Availability,
-    QueueFull,
-    Runner,
-    SolveQueue,
-    SolveTask,
-    backoff_s,
-    record_outcome,
-    set_incumbent_sink,
-)
+from optsched.infra.availability import BACKOFF_MAX_S, Availability, backoff_s
+from optsched.infra.queue import QueueFull, Runner, SolveTask, poll_until_final, record_outcome, set_incumbent_sink
 from optsched.infra.store import DATABASE_OUTAGES, MAX_ATTEMPTS, PlanRecord, PlanState, PlanStore
 
 log = logging.getLogger(__name__)
@@ -207,7 +198,7 @@ class _Keys:
         return found
 
 
-class RQQueue(SolveQueue):
+class RQQueue:
     """Submit to RQ workers (`optsched worker`, on any machine); the store must be shared (PostgreSQL)."""
 
     def __init__(
@@ -220,7 +211,8 @@ class RQQueue(SolveQueue):
         queue_size: int | None = None,
         grace_s: float = DEFAULT_GRACE_S,
     ):
-        super().__init__(store, runner)
+        self.store = store
+        self.runner = runner
         self.keys = _Keys(url, queue_name)
         self.queue_size = queue_size
         self.grace_s = grace_s
@@ -295,6 +287,9 @@ class RQQueue(SolveQueue):
         except RedisError as exc:
             return f"Redis (the solve queue) does not answer ({type(exc).__name__})"
         return None
+
+    def wait(self, plan_id: str, timeout_s: float) -> PlanRecord | None:
+        return poll_until_final(self.store, plan_id, timeout_s)
 
     def worker_count(self) -> int:
         """Workers whose registration is alive (a vanished worker's expires; one that lost it registers again)."""

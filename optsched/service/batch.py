@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from optsched.infra.pool import SolveQueue
+from optsched.infra.queue import SolveQueue
 from optsched.infra.rq import redacted
 from optsched.infra.store import PlanRecord, PlanState, PlanStore
 from optsched.schema.errors import InvalidWorkload, OptschedError

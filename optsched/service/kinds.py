@@ -13,7 +13,7 @@ from typing import Any
 
 from optsched.explain.frontier import MIN_POINTS, REFINE_POINTS, frontier
 from optsched.explain.planning import plan
-from optsched.infra.pool import Runner, SolveFunction, SolveTask, report_incumbent
+from optsched.infra.queue import Runner, SolveFunction, SolveTask, report_incumbent
 from optsched.infra.store import PlanRecord, PlanState, ResourceKind, state_of
 from optsched.night import plan_night
 from optsched.night.milp import NIGHT_TIME_LIMIT_S

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from optsched.infra.pool import ProcessPool, SolveQueue
+from optsched.infra.pool import ProcessPool
+from optsched.infra.queue import SolveQueue
 from optsched.infra.rq import RQQueue
 from optsched.infra.store import PlanStore
 from optsched.service.kinds import RUNNER

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from optsched.infra.pool import SolveQueue
+from optsched.infra.queue import SolveQueue
 from optsched.infra.store import PlanRecord, PlanState, PlanStore, ResourceKind
 from optsched.schema.errors import FieldError, InvalidWorkload, OptschedError
 from optsched.service.kinds import KINDS

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from optsched.infra.pool import SolveTask
+from optsched.infra.queue import SolveTask
 from optsched.service.kinds import solve_task
 
 # HiGHS is told this many times the workload's own time limit: as if it ignored its limit.

@@ -6,7 +6,7 @@ import os
 import time
 from typing import Any
 
-from optsched.infra.pool import SolveTask
+from optsched.infra.queue import SolveTask
 
 
 def sleep_forever(task: SolveTask) -> tuple[str, Any]:
@@ -23,7 +23,7 @@ def crash(task: SolveTask) -> tuple[str, Any]:
 def incumbent_then_sleep(task: SolveTask) -> tuple[str, Any]:
     """A solve that finds a real plan, reports it as its incumbent, then never finishes (a hard MILP's proof)."""
     import optsched
-    from optsched.infra.pool import report_incumbent
+    from optsched.infra.queue import report_incumbent
 
     best = optsched.plan(task.workload)
     report_incumbent({**best.model_dump(mode="json"), "status": "time_limit"})

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import update
 
-from optsched.infra.pool import ProcessPool, QueueFull
+from optsched.infra.pool import ProcessPool
+from optsched.infra.queue import QueueFull
 from optsched.infra.store import MAX_ATTEMPTS, PlanState, PlanStore, plans
 from optsched.service.kinds import runner, solve_task
 from optsched.verify.placement import verify

@@ -5,7 +5,8 @@ from __future__ import annotations
 from sqlalchemy import create_engine, text
 
 from api.resources import COLLECTIONS
-from optsched.infra.pool import ProcessPool, SolveTask
+from optsched.infra.pool import ProcessPool
+from optsched.infra.queue import SolveTask
 from optsched.infra.store import PlanState, PlanStore, ResourceKind, states_of
 from optsched.service.kinds import KINDS, RUNNER, budget_s, solve_task
 from optsched.verify.placement import verify

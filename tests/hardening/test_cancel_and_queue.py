@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from api.examples import WORKLOAD
-from optsched.infra.pool import QueueFull
+from optsched.infra.queue import QueueFull
 from optsched.infra.store import PlanState, PlanStore, ResourceKind
 from optsched.service.kinds import RUNNER
 from optsched.service.resources import cancel_or_delete

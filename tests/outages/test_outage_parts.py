@@ -17,7 +17,8 @@ import pytest
 from sqlalchemy import update
 
 from optsched.infra import rq as rq_queue
-from optsched.infra.pool import Availability, SolveTask
+from optsched.infra.availability import Availability
+from optsched.infra.queue import SolveTask
 from optsched.infra.rq import Answer, RQQueue, Spool, deliver, hold_spooled, housekeeping, job_id, sweep
 from optsched.infra.store import PlanState, PlanStore, plans
 from optsched.service.kinds import RUNNER
