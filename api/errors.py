@@ -12,7 +12,7 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.http import HTTP_STATUS_CODES
 
 from optsched.infra.queue import QueueFull
-from optsched.infra.rq import QUEUE_OUTAGES
+from optsched.infra.rq.keys import QUEUE_OUTAGES
 from optsched.infra.store import DATABASE_OUTAGES, InvalidCursor
 from optsched.schema.errors import FieldError, InvalidPlan, InvalidWorkload
 from optsched.schema.workload import field_errors

@@ -41,7 +41,7 @@ from redis import Redis
 
 from optsched.infra.pool import ProcessPool
 from optsched.infra.queue import SolveQueue
-from optsched.infra.rq import RQQueue
+from optsched.infra.rq.queue import RQQueue
 from optsched.infra.store import PlanState, PlanStore
 from optsched.service.kinds import RUNNER
 from optsched.testing.instances import generate

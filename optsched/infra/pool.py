@@ -28,7 +28,15 @@ from multiprocessing.context import SpawnProcess
 from typing import Any
 
 from optsched.infra.availability import Availability, backoff_s
-from optsched.infra.queue import QueueFull, Runner, SolveFunction, SolveTask, record_outcome, set_incumbent_sink
+from optsched.infra.queue import (
+    QueueFull,
+    Runner,
+    SolveFunction,
+    SolveTask,
+    overrun_error,
+    record_outcome,
+    set_incumbent_sink,
+)
 from optsched.infra.store import DATABASE_OUTAGES, MAX_ATTEMPTS, PlanRecord, PlanState, PlanStore
 
 log = logging.getLogger(__name__)
@@ -373,8 +381,7 @@ class ProcessPool:
                 w.time_limit_s,
                 self.grace_s,
             )
-            error = (f"the solve overran its time limit of {w.time_limit_s:g} s by more than the "
-                     f"{self.grace_s:g} s grace period and was stopped")
+            error = overrun_error(w.time_limit_s, self.grace_s)
             if self.store.finish_overrun(w.plan_id, w.attempt, error) is not None:
                 self._notify(w.plan_id)
             w.plan_id = None

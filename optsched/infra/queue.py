@@ -125,6 +125,12 @@ def set_incumbent_sink(sink: Callable[[dict[str, Any]], None] | None) -> None:
     _incumbent_sink = sink
 
 
+def overrun_error(limit_s: float, grace_s: float) -> str:
+    """The error recorded for a solve stopped after overrunning its time limit by more than the grace period."""
+    return (f"the solve overran its time limit of {limit_s:g} s by more than the {grace_s:g} s grace period "
+            "and was stopped")
+
+
 def record_outcome(store: PlanStore, plan_id: str, attempt: int, outcome: str, payload: Any) -> PlanState | None:
     """Write a solve answer onto the claim `attempt`; the state written, or None when the claim was no longer
     current (cancelled, or requeued and claimed again). The one place both queues record outcomes."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from optsched.infra.queue import SolveQueue
-from optsched.infra.rq import redacted
+from optsched.infra.rq.keys import redacted
 from optsched.infra.store import PlanRecord, PlanState, PlanStore
 from optsched.schema.errors import InvalidWorkload, OptschedError
 from optsched.schema.plan import FEASIBLE_STATUSES

@@ -8,7 +8,7 @@ from typing import Any
 
 from optsched.infra.pool import ProcessPool
 from optsched.infra.queue import SolveQueue
-from optsched.infra.rq import RQQueue
+from optsched.infra.rq.queue import RQQueue
 from optsched.infra.store import PlanStore
 from optsched.service.kinds import RUNNER
 

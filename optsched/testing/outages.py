@@ -475,7 +475,7 @@ class Deployment:
         """A worker pool whose horse holds a lease (it is solving) right now."""
         from redis import Redis
 
-        from optsched.infra.rq import Lease
+        from optsched.infra.rq.lease import Lease
 
         found: list[subprocess.Popen] = []
 

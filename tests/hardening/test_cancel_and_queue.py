@@ -89,7 +89,7 @@ def _redis_listening() -> bool:
 
 @pytest.mark.skipif(not _redis_listening(), reason="no Redis on 127.0.0.1:6379 (README: Starting PostgreSQL and Redis)")
 def test_the_redis_queue_bound_is_exact_under_16_concurrent_submits(tmp_path):
-    from optsched.infra.rq import RQQueue
+    from optsched.infra.rq.queue import RQQueue
 
     db = int(os.environ.get("OPTSCHED_TEST_REDIS_DB", "15"))
     name = f"hardening-{uuid.uuid4().hex[:10]}"

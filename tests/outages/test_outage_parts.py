@@ -16,10 +16,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import update
 
-from optsched.infra import rq as rq_queue
 from optsched.infra.availability import Availability
 from optsched.infra.queue import SolveTask
-from optsched.infra.rq import Answer, RQQueue, Spool, deliver, hold_spooled, housekeeping, job_id, sweep
+from optsched.infra.rq.context import WorkerContext
+from optsched.infra.rq.keys import Keys, job_id
+from optsched.infra.rq.queue import RQQueue
+from optsched.infra.rq.spool import Answer, Spool, deliver, hold_spooled
+from optsched.infra.rq.sweep import housekeeping, redis_uptime_s, sweep
 from optsched.infra.store import PlanState, PlanStore, plans
 from optsched.service.kinds import RUNNER
 from optsched.testing.outages import OPTSCHED, session_pids, small_workload
@@ -68,7 +71,7 @@ def _reads_and_deletes(app, resource_id: str) -> list[tuple[str, str]]:
 def _wait_redis_uptime(ctx, seconds: float) -> None:
     """The sweep trusts missing leases only once Redis has been up for a lease: wait until it has."""
     deadline = time.monotonic() + 30
-    while rq_queue.redis_uptime_s(ctx.keys.redis) < seconds:
+    while redis_uptime_s(ctx.keys.redis) < seconds:
         assert time.monotonic() < deadline
         time.sleep(0.2)
 
@@ -128,7 +131,7 @@ def test_a_redis_outage_is_a_503_that_stores_nothing_and_readyz_names_redis(own_
 def test_a_result_the_database_does_not_take_is_spooled_held_and_then_recorded(own_database, own_redis, spool_dir):
     store = PlanStore(own_database.url)
     queue_name = f"q-{uuid.uuid4().hex[:8]}"
-    ctx = rq_queue.WorkerContext(store, rq_queue._Keys(own_redis.url, queue_name), RUNNER, lease_s=1.0,
+    ctx = WorkerContext(store, Keys(own_redis.url, queue_name), RUNNER, lease_s=1.0,
                                  spool_dir=spool_dir, result_retry_s=0.5)
     try:
         data = small_workload(5)
@@ -169,7 +172,7 @@ def test_a_result_the_database_does_not_take_is_spooled_held_and_then_recorded(o
 
 def test_the_sweep_re_enqueues_a_job_stranded_in_the_intermediate_queue(own_database, own_redis):
     store = PlanStore(own_database.url)
-    ctx = rq_queue.WorkerContext(store, rq_queue._Keys(own_redis.url, f"q-{uuid.uuid4().hex[:8]}"), RUNNER,
+    ctx = WorkerContext(store, Keys(own_redis.url, f"q-{uuid.uuid4().hex[:8]}"), RUNNER,
                                  lease_s=1.0)
     queue = RQQueue(store, own_redis.url, runner=RUNNER, queue_name=ctx.keys.queue_name)
     try:

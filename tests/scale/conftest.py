@@ -25,7 +25,7 @@ PG_HOST, PG_PORT, REDIS_PORT = "127.0.0.1", 5432, 6379
 REDIS_DB = int(os.environ.get("OPTSCHED_TEST_REDIS_DB", "15"))
 OPTSCHED = Path(sys.executable).with_name("optsched")
 HOW_TO_START = "see README.md, 'Starting PostgreSQL and Redis'"
-# Short lease and grace in tests: a dead worker's row is requeued within about 3 s.
+# Short lease and grace in tests: a dead worker's row is requeued within about 5 s (two leases and a sweep).
 LEASE_S, GRACE_S = 2.0, 2.0
 
 

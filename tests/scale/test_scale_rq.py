@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 import time
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 import pytest
 from rq.job import Job
@@ -13,10 +15,15 @@ from rq.serializers import JSONSerializer
 from sqlalchemy import update
 
 from api import services
-from optsched.infra import rq as rq_queue
 from optsched.infra.pool import ProcessPool
-from optsched.infra.rq import RQQueue, job_id, sweep
-from optsched.infra.store import MAX_ATTEMPTS, PlanState, PlanStore, plans
+from optsched.infra.queue import QueueFull
+from optsched.infra.rq import context as rq_context
+from optsched.infra.rq.keys import job_id
+from optsched.infra.rq.lease import Lease, LeaseHolder, hold
+from optsched.infra.rq.queue import RQQueue
+from optsched.infra.rq.sweep import sweep
+from optsched.infra.rq.worker import SolveWorker
+from optsched.infra.store import MAX_ATTEMPTS, PlanRecord, PlanState, PlanStore, plans
 from optsched.service.kinds import RUNNER, runner
 from optsched.testing.instances import generate
 from tests.api import fakes
@@ -30,7 +37,7 @@ def long_workload(time_limit_s: float) -> dict:
     return generate("T", 0, options=options).model_dump(mode="json", exclude_none=True)
 
 
-def wait_for_lease(queue: RQQueue, plan_id: str, timeout_s: float = 30, attempt: int = 1) -> rq_queue.Lease:
+def wait_for_lease(queue: RQQueue, plan_id: str, timeout_s: float = 30, attempt: int = 1) -> Lease:
     """The lease of the `attempt`-th claim of the row, once a worker's horse holds it."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -127,8 +134,8 @@ def test_delete_stops_the_solve_on_the_worker_running_it(rq_app, rq_client):
 def private(pg_url, redis_url, private_queue, monkeypatch):
     """A store and an RQ queue of this test alone, and the worker context bound to them."""
     store = PlanStore(pg_url)
-    ctx = rq_queue.configure(store, redis_url, runner=RUNNER, queue_name=private_queue, grace_s=0.5, lease_s=LEASE_S)
-    monkeypatch.setattr(rq_queue, "_context", ctx)
+    ctx = rq_context.configure(store, redis_url, runner=RUNNER, queue_name=private_queue, grace_s=0.5, lease_s=LEASE_S)
+    monkeypatch.setattr(rq_context, "_context", ctx)
     queue = RQQueue(store, redis_url, runner=RUNNER, queue_name=private_queue, grace_s=0.5)
     queue.start()
     yield ctx, queue
@@ -137,8 +144,8 @@ def private(pg_url, redis_url, private_queue, monkeypatch):
 
 
 def _burst(queue_name: str) -> None:
-    ctx = rq_queue._require_context()
-    worker = rq_queue.SolveWorker([queue_name], connection=ctx.keys.redis, serializer=JSONSerializer)
+    ctx = rq_context.require_context()
+    worker = SolveWorker([queue_name], connection=ctx.keys.redis, serializer=JSONSerializer)
     worker.work(burst=True, with_scheduler=False)
     os._exit(0)
 
@@ -200,10 +207,13 @@ def test_the_sweep_requeues_rows_no_live_process_owns_and_leaves_live_claims_alo
     dead = row(claim=True)  # solving, no lease: its worker died
     exhausted = row(claim=True, attempts=MAX_ATTEMPTS - 1)  # the same, on its last claim
     live = row(claim=True)  # solving with a live lease
-    keys.redis.set(keys.lease_key(live), rq_queue.Lease(1, "x-0", "w", 1, "h").dumps(), px=60_000)
+    keys.redis.set(keys.lease_key(live), Lease(1, "x-0", "w", 1, "h").dumps(), px=60_000)
     lost = row(claim=False)  # queued, but its RQ job was never enqueued (the API died in between)
 
-    assert sweep(ctx) == 3
+    first = time.monotonic()
+    assert sweep(ctx, clock=first) == 1  # the lost row; the unleased claims are only noted: one look proves no death
+    assert store.get(dead).status == PlanState.solving
+    assert sweep(ctx, clock=first + LEASE_S) == 2  # still unleased a whole lease later: dead
 
     assert store.get(dead).status == PlanState.queued
     assert store.get(exhausted).status == PlanState.failed
@@ -212,7 +222,75 @@ def test_the_sweep_requeues_rows_no_live_process_owns_and_leaves_live_claims_alo
     assert store.get(lost).status == PlanState.queued
     waiting = set(keys.queue.get_job_ids())
     assert {job_id(dead, 1), job_id(lost, 0)} <= waiting
-    assert sweep(ctx) == 0  # what it enqueued is carried now
+    assert sweep(ctx, clock=first + 2 * LEASE_S) == 0  # what it enqueued is carried now
+
+
+def _claimed_long_ago(store: PlanStore) -> PlanRecord:
+    """A row claimed (attempt 1) so long ago that only its lease keeps the sweep from taking it for dead."""
+    record, _ = store.create(tiny_workload())
+    claimed = store.claim(record.id)
+    with store.engine.begin() as c:
+        c.execute(update(plans).where(plans.c.id == record.id)
+                  .values(started_at=datetime.now(UTC) - timedelta(seconds=10 * LEASE_S)))
+    return claimed
+
+
+def test_the_sweep_does_not_take_a_live_claim_for_dead_when_its_lease_renewal_comes_late(private):
+    """The race seen under load: a horse's renewal (or its first lease, just after the claim) comes after the lease
+    expired, the sweep looks at that moment and requeued the live claim. One look without a lease proves nothing."""
+    ctx, _ = private
+    claimed = _claimed_long_ago(ctx.store)
+    key = ctx.keys.lease_key(claimed.id)
+    late = Lease(claimed.attempts, job_id(claimed.id, 0), "w", os.getpid(), "h")
+
+    def still_its_claim() -> bool:  # (the sweep also adopts rows other tests left in the shared store)
+        row = ctx.store.get(claimed.id)
+        return row.status == PlanState.solving and row.attempts == 1
+
+    first = time.monotonic()
+    sweep(ctx, clock=first)  # no lease at this look: the live horse's renewal is late
+    assert still_its_claim()
+    hold(ctx.keys.redis, key, late, LEASE_S)  # and lands
+    sweep(ctx, clock=first + LEASE_S)
+    assert still_its_claim()
+    ctx.keys.redis.delete(key)  # late once more: a new count starts, not the one of the first look
+    sweep(ctx, clock=first + 2 * LEASE_S)
+    assert still_its_claim()
+
+
+class _HangingStore:
+    """The store, but its reads hang until `answer` is set: a database that stopped answering without refusing."""
+
+    def __init__(self, store: PlanStore):
+        self.store = store
+        self.asked = threading.Event()
+        self.answer = threading.Event()
+
+    def get(self, plan_id: str) -> PlanRecord | None:
+        self.asked.set()
+        self.answer.wait()
+        return self.store.get(plan_id)
+
+
+def test_a_solving_horse_keeps_renewing_its_lease_while_the_database_hangs(private):
+    """The lease renewal waited for the claim check, a database read: a database that hung for 2/3 of a lease let a
+    live claim's lease expire. The renewal now waits on nothing but Redis."""
+    ctx, _ = private
+    claimed = _claimed_long_ago(ctx.store)
+    key = ctx.keys.lease_key(claimed.id)
+    lease = Lease(claimed.attempts, job_id(claimed.id, 0), "w", os.getpid(), "h")
+    hanging = _HangingStore(ctx.store)
+    holder = LeaseHolder(ctx.keys.redis, key, lease, LEASE_S, cast(PlanStore, hanging), claimed.id)
+    holder.start()
+    try:
+        assert hanging.asked.wait(10 * LEASE_S)  # the claim check waits for the database
+        for _ in range(3):  # three leases long
+            time.sleep(LEASE_S)
+            assert Lease.loads(ctx.keys.redis.get(key)) == lease
+    finally:
+        holder.release()
+        hanging.answer.set()
+    assert ctx.keys.redis.get(key) is None
 
 
 def test_submit_beyond_the_bound_raises_queue_full(private):
@@ -221,6 +299,6 @@ def test_submit_beyond_the_bound_raises_queue_full(private):
     first, _ = ctx.store.create(tiny_workload())
     bounded.submit(first.id)
     second, _ = ctx.store.create(tiny_workload())
-    with pytest.raises(rq_queue.QueueFull) as caught:
+    with pytest.raises(QueueFull) as caught:
         bounded.submit(second.id)
     assert caught.value.retry_after_s >= 1
