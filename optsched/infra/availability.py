@@ -4,9 +4,14 @@ line when it stops answering and one when it is back."""
 from __future__ import annotations
 
 import logging
+import math
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 # Waits between retries while a dependency (the database, Redis) does not answer: doubling from the first, capped.
 BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.25, 5.0
@@ -45,3 +50,24 @@ class Availability:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else ""
+
+
+def retry_while_away(call: Callable[[], _T], outages: tuple[type[Exception], ...], state: Availability, doing: str,
+                     *, for_s: float = math.inf) -> _T:
+    """`call()`, retried with backoff while it raises one of `outages` (its dependency does not answer), for up to
+    `for_s` seconds; then the last outage error is raised."""
+    deadline = time.monotonic() + for_s
+    retry = 0
+    while True:
+        try:
+            result = call()
+        except outages as exc:
+            state.failed(exc, doing)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise
+            time.sleep(min(backoff_s(retry), remaining))
+            retry += 1
+            continue
+        state.ok()
+        return result

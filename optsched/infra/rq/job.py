@@ -21,12 +21,12 @@ from typing import Any
 from rq.job import get_current_job
 from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
 
-from optsched.infra.availability import Availability
+from optsched.infra.availability import Availability, retry_while_away
 from optsched.infra.queue import SolveTask, overrun_error, set_incumbent_sink
 from optsched.infra.rq.context import WorkerContext, require_context
 from optsched.infra.rq.keys import job_id
 from optsched.infra.rq.lease import Lease, LeaseHolder
-from optsched.infra.rq.spool import OVERRUN, Answer, deliver, retrying, spool_lease
+from optsched.infra.rq.spool import OVERRUN, Answer, deliver, spool_lease
 from optsched.infra.store import DATABASE_OUTAGES, PlanRecord
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,8 @@ def solve_job(plan_id: str) -> str:
     database = Availability("the database", log)
     asked = time.monotonic()
     try:
-        record = retrying(ctx, lambda: ctx.store.claim(plan_id), f"claiming plan {plan_id}", database)
+        record = retry_while_away(lambda: ctx.store.claim(plan_id), DATABASE_OUTAGES, database,
+                                  f"claiming plan {plan_id}", for_s=ctx.result_retry_s)
     except DATABASE_OUTAGES as exc:
         log.warning("plan %s: not claimed, the database did not answer for %g s (%s); it stays queued and the sweep "
                     "enqueues it again", plan_id, ctx.result_retry_s, type(exc).__name__)

@@ -10,13 +10,11 @@ import logging
 import math
 import os
 import socket
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from optsched.infra.availability import Availability, backoff_s
+from optsched.infra.availability import Availability, retry_while_away
 from optsched.infra.queue import record_outcome
 from optsched.infra.rq.context import WorkerContext
 from optsched.infra.rq.keys import job_id
@@ -24,8 +22,6 @@ from optsched.infra.rq.lease import Lease, hold
 from optsched.infra.store import DATABASE_OUTAGES, PlanState, PlanStore
 
 log = logging.getLogger(__name__)
-
-_T = TypeVar("_T")
 
 OVERRUN = "overrun"  # an Answer's outcome for a solve stopped past its time limit (payload: the error)
 
@@ -135,32 +131,12 @@ def hold_spooled(ctx: WorkerContext, spool: Spool) -> int:
     return len(entries)
 
 
-def retrying(ctx: WorkerContext, call: Callable[[], _T], doing: str, database: Availability) -> _T:
-    """`call()`, retried with backoff while the database does not answer, for up to `ctx.result_retry_s`; then the
-    last outage error is raised."""
-    deadline = time.monotonic() + ctx.result_retry_s
-    retry = 0
-    while True:
-        try:
-            result = call()
-        except DATABASE_OUTAGES as exc:
-            database.failed(exc, doing)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise
-            time.sleep(min(backoff_s(retry), remaining))
-            retry += 1
-            continue
-        database.ok()
-        return result
-
-
 def deliver(ctx: WorkerContext, answer: Answer, database: Availability) -> PlanState | None | Path:
     """Write a finished solve's answer to the store, retrying while the database does not answer; after
     `ctx.result_retry_s`, spool it (the path returned). A database outage never costs a solve."""
     try:
-        return retrying(ctx, lambda: answer.record(ctx.store), f"writing the answer of plan {answer.plan_id}",
-                         database)
+        return retry_while_away(lambda: answer.record(ctx.store), DATABASE_OUTAGES, database,
+                                f"writing the answer of plan {answer.plan_id}", for_s=ctx.result_retry_s)
     except DATABASE_OUTAGES:
         path = Spool(ctx.spool_dir).put(answer)
         log.warning("plan %s: the database did not take the answer of claim %d within %g s; spooled to %s (the "

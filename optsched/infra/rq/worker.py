@@ -30,7 +30,7 @@ from rq.job import Job
 from rq.serializers import JSONSerializer
 from rq.worker_pool import WorkerPool
 
-from optsched.infra.availability import BACKOFF_MAX_S, Availability, backoff_s
+from optsched.infra.availability import BACKOFF_MAX_S, Availability, backoff_s, retry_while_away
 from optsched.infra.queue import overrun_error
 from optsched.infra.rq.context import WorkerContext, require_context
 from optsched.infra.rq.job import OverrunPenalty
@@ -265,21 +265,6 @@ class SolveWorkerPool(WorkerPool):
             housekeeping(self.ctx, self.redis_state, self.database)
 
 
-def wait_for_redis(redis: Redis, state: Availability) -> None:
-    """Return once Redis answers a ping, waiting with backoff (one log line when it fails, one when it is back)."""
-    retry = 0
-    while True:
-        try:
-            redis.ping()
-        except QUEUE_OUTAGES as exc:
-            state.failed(exc, "waiting for it")
-            time.sleep(backoff_s(retry))
-            retry += 1
-            continue
-        state.ok()
-        return
-
-
 def _exit_now(signum, frame) -> None:
     raise SystemExit(0)
 
@@ -302,7 +287,8 @@ def _run_worker(name: str, burst: bool, logging_level: str) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):  # until RQ installs its own handlers in `work`
         signal.signal(signum, _exit_now)
     connection = Redis.from_url(ctx.keys.url, socket_connect_timeout=5, socket_keepalive=True)
-    wait_for_redis(connection, Availability(f"Redis (worker process {os.getpid()})", log))
+    retry_while_away(connection.ping, QUEUE_OUTAGES, Availability(f"Redis (worker process {os.getpid()})", log),
+                     "waiting for it")
     queue = Queue(ctx.keys.queue_name, connection=connection, serializer=JSONSerializer)
     try:
         running.append(SolveWorker([queue], name=f"{socket.gethostname()}.{name[:12]}", connection=connection,
@@ -315,18 +301,8 @@ def _run_worker(name: str, burst: bool, logging_level: str) -> None:
 
 def open_store(url: str) -> PlanStore:
     """The workers' store; while the database does not answer (at a worker's start), wait for it with backoff."""
-    state = Availability("the database", log)
-    retry = 0
-    while True:
-        try:
-            store = PlanStore(url)
-        except DATABASE_OUTAGES as exc:
-            state.failed(exc, "opening the store")
-            time.sleep(backoff_s(retry))
-            retry += 1
-            continue
-        state.ok()
-        return store
+    return retry_while_away(lambda: PlanStore(url), DATABASE_OUTAGES, Availability("the database", log),
+                            "opening the store")
 
 
 def run_workers(ctx: WorkerContext, concurrency: int, *, burst: bool = False) -> None:
