@@ -1,7 +1,7 @@
 """Recovery of rows no live process owns, run by every worker pool every `lease_s / 3` (`housekeeping`): write the
 answers spooled on this machine, hold their leases, then `sweep` the store.
 
-- the horse dies (out of memory, killed) while its worker lives: the worker's `handle_work_horse_killed` requeues
+- the horse dies (out of memory, killed) while its worker lives: the worker (RQ's work-horse-killed handler) requeues
   the row at once with `recover` (or records `no_solution` when it had overrun its time limit);
 - the whole worker dies (machine lost, SIGKILL): its lease expires, and the sweep requeues the `solving` row once
   its lease has been missing for a whole lease more; it re-enqueues `queued` rows that no RQ job carries (an API

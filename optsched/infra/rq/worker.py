@@ -63,6 +63,7 @@ class SolveWorker(Worker):
     def __init__(self, *args: Any, **kwargs: Any):
         kwargs.setdefault("worker_ttl", WORKER_TTL_S)
         kwargs.setdefault("job_monitoring_interval", JOB_MONITORING_S)
+        kwargs.setdefault("work_horse_killed_handler", self._horse_died)
         super().__init__(*args, **kwargs)
         self.redis_state = Availability(f"Redis (worker {self.name})", log)
         self._stop_watchdog: threading.Thread | None = None
@@ -189,8 +190,8 @@ class SolveWorker(Worker):
                             self.name, STOP_GRACE_S)
                 os._exit(0)
 
-    def handle_work_horse_killed(self, job: Job, retpid, ret_val, rusage) -> None:
-        super().handle_work_horse_killed(job, retpid, ret_val, rusage)
+    def _horse_died(self, job: Job, retpid: int, ret_val: int, rusage: object) -> None:
+        """(RQ's work_horse_killed_handler.) Requeue, fail or record as overrun the row of a horse that died."""
         ctx = require_context()
         try:
             plan_id, attempt = plan_id_of(job.id), claim_of(job.id)
