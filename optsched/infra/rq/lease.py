@@ -63,7 +63,7 @@ def hold(redis: Redis, key: str, lease: Lease, lease_s: float) -> None:
 
 
 class LeaseHolder:
-    """In the horse, while it solves: holds the lease of the claim `attempt` of row `plan_id`, and exits the horse
+    """In the horse, while it solves: holds `lease` (the claim `lease.attempt` of row `plan_id`), and exits the horse
     when its worker is gone (EXIT_ORPHANED) or the row is no longer its claim (EXIT_CLAIM_LOST, cancelled or
     requeued). The renewal thread talks only to Redis (while Redis does not answer, it tries again at the next
     renewal); the claim thread reads the store, and while the database does not answer it keeps the claim (ours
