@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install plan serve night test test-fast architecture lint bench bench-large clean
+.PHONY: install plan serve night test test-fast architecture lint docs bench bench-large clean
 
 install: $(STAMP)
 
@@ -40,6 +40,10 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# The docs site (mkdocs.yml): --strict turns every warning, a broken link among them, into a failure.
+docs: install
+	$(BIN)/mkdocs build --strict --site-dir build/site
+
 bench: install
 	$(BIN)/python -m bench.planner
 
@@ -50,4 +54,4 @@ bench-large: install
 		--baseline-max-jobs 2000 --out bench/results/planner-large.md
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis build plans var

@@ -1,0 +1,264 @@
+"""Every command and Python block in README.md and docs/ runs, and every optsched name the docs mention exists.
+
+A fenced block's info string says what it is: `bash`, `sh`, `console` (the `$ ` lines are run, the rest is shown
+output) and `python` are run; `bash server` is the command that starts the REST service, which the test runs
+itself on a free port and hands to the examples as `$OPTSCHED_URL`; `bash no-run` (starts a long-running
+service, installs system packages) and any other language (`text`, `json`, `ini`) are shown only and counted.
+The blocks of one page run in order, in one sandbox folder that mirrors the repository through symbolic links,
+with `.venv/bin` first on PATH, as a reader's shell after the start page's `export PATH`. Whatever a page writes
+must be git-ignored (the sandbox's new files are checked against the repository's ignore rules), and the
+repository itself must be left as it was.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
+RUN = {"bash", "sh", "console", "python"}
+SHOWN = {"text", "json", "ini", "http"}
+# Shown-only commands are rare and each is justified beside it in the page; raising this is a decision.
+MAX_NO_RUN = 6
+BLOCK_TIMEOUT_S = 900
+FENCE = re.compile(r"^(?P<fence>`{3,})(?P<info>[^`]*)$")
+OPTSCHED_NAME = re.compile(r"(?<![\w/.-])optsched(?:\.[A-Za-z_]\w*)+")
+INLINE_CODE = re.compile(r"`([^`\n]+)`")
+REPO_PATH = re.compile(r"^(?:optsched|api|tests|bench|models|docs)/[\w./-]*\w$")
+
+
+@dataclass(frozen=True)
+class Block:
+    page: Path
+    line: int
+    lang: str
+    flags: tuple[str, ...]
+    text: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+    @property
+    def runs(self) -> bool:
+        return self.lang in RUN and not self.flags
+
+    @property
+    def kind(self) -> str:
+        """run, server (the test starts it), no-run (a command shown only) or shown (not a command)."""
+        if self.runs:
+            return "run"
+        if "server" in self.flags:
+            return "server"
+        return "no-run" if self.lang in RUN else "shown"
+
+
+def blocks(page: Path) -> list[Block]:
+    """The fenced blocks of a page, with the line their fence opens on."""
+    found: list[Block] = []
+    opened: tuple[int, str, str] | None = None
+    body: list[str] = []
+    for number, line in enumerate(page.read_text().splitlines(), start=1):
+        match = FENCE.match(line.strip()) if opened is None else None
+        if opened is None and match:
+            opened, body = (number, match["fence"], match["info"].strip()), []
+        elif opened is not None and line.strip() == opened[1]:
+            words = opened[2].split()
+            found.append(Block(page, opened[0], words[0] if words else "", tuple(words[1:]), "\n".join(body) + "\n"))
+            opened = None
+        elif opened is not None:
+            body.append(line)
+    assert opened is None, f"{page}:{opened[0] if opened else 0}: unclosed fence"
+    return found
+
+
+def prose(page: Path) -> str:
+    """The page without its runnable blocks (those are checked by running them)."""
+    lines = page.read_text().splitlines()
+    for block in blocks(page):
+        if block.runs:
+            lines[block.line - 1 : block.line + block.text.count("\n") + 1] = [""] * (block.text.count("\n") + 2)
+    return "\n".join(lines)
+
+
+def console_commands(text: str) -> str:
+    """The commands of a console block: each `$ ` line with the lines its trailing backslashes continue."""
+    commands: list[str] = []
+    continuing = False
+    for line in text.splitlines():
+        if line.startswith("$ ") or continuing:
+            commands.append(line[2:] if line.startswith("$ ") and not continuing else line)
+            continuing = line.endswith("\\")
+    return "\n".join(commands) + "\n"
+
+
+def resolves(name: str) -> bool:
+    """Whether a dotted name is an importable module or an attribute reached from one."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(target, attribute):
+                return False
+            target = getattr(target, attribute)
+        return True
+    return False
+
+
+def git(*args: str, stdin: str | None = None) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, input=stdin, capture_output=True, text=True, check=False).stdout
+
+
+def untracked_state() -> str:
+    return git("status", "--porcelain", "--untracked-files=all")
+
+
+def sandbox(folder: Path) -> Path:
+    """A folder that looks like the repository (symbolic links to its top-level entries and .venv)."""
+    folder.mkdir()
+    for entry in ROOT.iterdir():
+        if entry.name != ".git":
+            (folder / entry.name).symlink_to(entry)
+    return folder
+
+
+def new_files(folder: Path) -> list[str]:
+    """Files and folders (with a trailing slash, as ignore rules see them) written in the sandbox, not through its
+    links, relative to it."""
+    written = []
+    for parent, folders, files in os.walk(folder):
+        for name in [*folders, *files]:
+            path = Path(parent) / name
+            if not path.is_symlink():
+                written.append(str(path.relative_to(folder)) + ("/" if path.is_dir() else ""))
+    return written
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`optsched serve` on a free port in its own folder, as the `bash server` blocks start it."""
+    folder = tmp_path_factory.mktemp("docs-server")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "optsched"), "serve", "--port", str(port), "--workers", "2"],
+        cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "OPTSCHED_DATABASE_URL": f"sqlite:///{folder}/optsched.db"},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/readyz", timeout=2):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"optsched serve did not become ready: {process.stderr}") from None
+                time.sleep(0.3)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def run_block(block: Block, folder: Path, env: dict[str, str]) -> None:
+    if block.lang == "python":
+        command, script = [sys.executable, "-"], block.text
+    else:
+        script = console_commands(block.text) if block.lang == "console" else block.text
+        command = ["bash", "-e", "-o", "pipefail", "-c", script]
+        script = ""
+    result = subprocess.run(command, cwd=folder, env=env, input=script, capture_output=True, text=True,
+                            timeout=BLOCK_TIMEOUT_S, check=False)
+    assert result.returncode == 0, (
+        f"{block.where}: the {block.lang} block exits {result.returncode}\n--- block\n{block.text}"
+        f"--- stdout\n{result.stdout[-3000:]}--- stderr\n{result.stderr[-3000:]}"
+    )
+
+
+def page_param(page: Path) -> object:
+    relative = str(page.relative_to(ROOT))
+    marks = [] if page.name == "README.md" else [pytest.mark.slow]
+    return pytest.param(page, id=relative, marks=marks)
+
+
+@pytest.fixture(scope="module")
+def installed() -> None:
+    """`make install` at the root first: a `make` target run in the sandbox must find nothing to install there."""
+    subprocess.run(["make", "install"], cwd=ROOT, check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("page", [page_param(page) for page in PAGES if any(b.runs for b in blocks(page))])
+def test_page_examples_run(page: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    if re.search(r"^\s*make ", page.read_text(), re.MULTILINE):
+        request.getfixturevalue("installed")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("OPTSCHED_DATABASE_URL", None)
+    env.pop("OPTSCHED_QUEUE_URL", None)
+    if "OPTSCHED_URL" in page.read_text():
+        env["OPTSCHED_URL"] = request.getfixturevalue("server")
+    folder = sandbox(tmp_path / "repo")
+    before = untracked_state()
+    for block in blocks(page):
+        if block.runs:
+            run_block(block, folder, env)
+    written = new_files(folder)
+    ignored = set(git("check-ignore", "--no-index", "--stdin", stdin="\n".join(written)).split())
+    assert [path for path in written if path not in ignored] == [], "the examples leave files git would track"
+    assert untracked_state() == before, "the examples changed the repository"
+
+
+def test_every_block_says_what_it_is() -> None:
+    """A block is run, starts the server, or is shown on purpose: nothing is left out silently."""
+    counts: Counter[str] = Counter()
+    for page in PAGES:
+        for block in blocks(page):
+            assert block.lang in RUN | SHOWN, f"{block.where}: info string {block.lang!r}: say what the block is"
+            assert set(block.flags) <= {"no-run", "server"}, f"{block.where}: unknown flags {block.flags}"
+            if "server" in block.flags:
+                commands = [line.split("#")[0].strip() for line in block.text.splitlines() if line.strip()]
+                assert all(c == "make serve" or c.startswith("optsched serve") for c in commands), block.where
+            counts[block.kind] += 1
+    print(f"docs blocks: {dict(counts)}")
+    assert counts["run"] >= 20
+    assert counts["no-run"] <= MAX_NO_RUN, f"{counts['no-run']} commands are shown but not run"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(page.relative_to(ROOT)) for page in PAGES])
+def test_names_and_paths_exist(page: Path) -> None:
+    """Every optsched.x.y the page names imports, and every repository path it names is there."""
+    text = prose(page)
+    stale = sorted({name for name in OPTSCHED_NAME.findall(text) if not resolves(name)})
+    assert stale == [], f"{page.relative_to(ROOT)} names what does not exist: {stale}"
+    paths = {code for code in INLINE_CODE.findall(text) if REPO_PATH.match(code)}
+    missing = sorted(path for path in paths if not (ROOT / path).exists())
+    assert missing == [], f"{page.relative_to(ROOT)} names missing files: {missing}"
+
+
+def test_console_commands_keep_their_continuations() -> None:
+    text = "$ optsched plan a.json \\\n    -o b.json\nshown output\n$ echo done\n"
+    assert shlex.split(console_commands(text).replace("\\\n", " ")) == [
+        "optsched", "plan", "a.json", "-o", "b.json", "echo", "done"]
