@@ -1,4 +1,5 @@
 # Fresh clone: `make plan` runs the main job, `make test` runs the suite; both install into .venv first.
+# `make clean` removes what the targets make: .venv, caches, build/ (docs), plans/ (night), var/ (the SQLite store of serve).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -23,7 +24,7 @@ serve: install
 night: install
 	$(BIN)/optsched night models/workloads/night-queue.json --start 2026-12-01T22:00 --hours 8 --out plans/demo
 
-test: install architecture
+test: install architecture docs
 	$(BIN)/python -m pytest -q
 
 # The inner loop: everything but the slow tests (see tests/conftest.py), under a minute on 2 cores.
@@ -54,4 +55,4 @@ bench-large: install
 		--baseline-max-jobs 2000 --out bench/results/planner-large.md
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build plans var
+	rm -rf $(VENV) .pytest_cache .hypothesis .grimp_cache build plans var

@@ -6,8 +6,8 @@ itself on a free port and hands to the examples as `$OPTSCHED_URL`; `bash no-run
 service, installs system packages) and any other language (`text`, `json`, `ini`) are shown only and counted.
 The blocks of one page run in order, in one sandbox folder that mirrors the repository through symbolic links,
 with `.venv/bin` first on PATH, as a reader's shell after the start page's `export PATH`. Whatever a page writes
-must be git-ignored (the sandbox's new files are checked against the repository's ignore rules), and the
-repository itself must be left as it was.
+must be git-ignored (the sandbox is a git work tree with the repository's .gitignore), and the repository itself
+must be left as it was.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import importlib
 import os
 import re
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -122,33 +123,32 @@ def resolves(name: str) -> bool:
     return False
 
 
-def git(*args: str, stdin: str | None = None) -> str:
-    return subprocess.run(["git", *args], cwd=ROOT, input=stdin, capture_output=True, text=True, check=False).stdout
-
-
-def untracked_state() -> str:
-    return git("status", "--porcelain", "--untracked-files=all")
+def repository_state() -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True,
+                          text=True, check=True).stdout
 
 
 def sandbox(folder: Path) -> Path:
-    """A folder that looks like the repository (symbolic links to its top-level entries and .venv)."""
+    """A git work tree that looks like the repository: symbolic links to its top-level entries and .venv, and a copy
+    of its .gitignore (git does not follow a linked one)."""
     folder.mkdir()
     for entry in ROOT.iterdir():
-        if entry.name != ".git":
+        if entry.name == ".gitignore":
+            shutil.copy(entry, folder / entry.name)
+        elif entry.name != ".git":
             (folder / entry.name).symlink_to(entry)
+    subprocess.run(["git", "init", "--quiet"], cwd=folder, check=True)
     return folder
 
 
-def new_files(folder: Path) -> list[str]:
-    """Files and folders (with a trailing slash, as ignore rules see them) written in the sandbox, not through its
-    links, relative to it."""
-    written = []
-    for parent, folders, files in os.walk(folder):
-        for name in [*folders, *files]:
-            path = Path(parent) / name
-            if not path.is_symlink():
-                written.append(str(path.relative_to(folder)) + ("/" if path.is_dir() else ""))
-    return written
+def untracked(folder: Path) -> list[str]:
+    """What git would offer to add in the sandbox, besides its links: whatever the examples wrote and no ignore rule
+    (the repository's, or one a tool wrote beside its cache) covers."""
+    links = {entry.name for entry in folder.iterdir() if entry.is_symlink()}
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "-z"], cwd=folder,
+                            capture_output=True, text=True, check=True).stdout
+    paths = [line[3:] for line in status.split("\0") if line]
+    return [path for path in paths if path.split("/")[0] not in links and path != ".gitignore"]
 
 
 def free_port() -> int:
@@ -221,14 +221,12 @@ def test_page_examples_run(page: Path, tmp_path: Path, request: pytest.FixtureRe
     if "OPTSCHED_URL" in page.read_text():
         env["OPTSCHED_URL"] = request.getfixturevalue("server")
     folder = sandbox(tmp_path / "repo")
-    before = untracked_state()
+    before = repository_state()
     for block in blocks(page):
         if block.runs:
             run_block(block, folder, env)
-    written = new_files(folder)
-    ignored = set(git("check-ignore", "--no-index", "--stdin", stdin="\n".join(written)).split())
-    assert [path for path in written if path not in ignored] == [], "the examples leave files git would track"
-    assert untracked_state() == before, "the examples changed the repository"
+    assert untracked(folder) == [], "the examples leave files git would track"
+    assert repository_state() == before, "the examples changed the repository"
 
 
 def test_every_block_says_what_it_is() -> None:
@@ -262,3 +260,13 @@ def test_console_commands_keep_their_continuations() -> None:
     text = "$ optsched plan a.json \\\n    -o b.json\nshown output\n$ echo done\n"
     assert shlex.split(console_commands(text).replace("\\\n", " ")) == [
         "optsched", "plan", "a.json", "-o", "b.json", "echo", "done"]
+
+
+def test_sandbox_reports_only_what_git_would_track(tmp_path: Path) -> None:
+    folder = sandbox(tmp_path / "repo")
+    (folder / "plan.json").write_text("{}")
+    (folder / "plans").mkdir()
+    (folder / "plans" / "plan.json").write_text("{}")
+    (folder / "cache").mkdir()
+    (folder / "cache" / ".gitignore").write_text("*\n")
+    assert untracked(folder) == ["plan.json"]
