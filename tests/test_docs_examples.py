@@ -1,4 +1,4 @@
-"""Every command and Python block in README.md and docs/ runs, and every optsched name the docs mention exists.
+"""Every command and Python block in README.md and docs/ runs (the names and paths they cite: tests/test_names.py).
 
 A fenced block's info string says what it is: `bash`, `sh`, `console` (the `$ ` lines are run, the rest is shown
 output) and `python` are run; `bash server` is the command that starts the REST service, which the test runs
@@ -12,7 +12,6 @@ must be left as it was.
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import shlex
@@ -37,9 +36,6 @@ SHOWN = {"text", "json", "ini", "http"}
 MAX_NO_RUN = 6
 BLOCK_TIMEOUT_S = 900
 FENCE = re.compile(r"^(?P<fence>`{3,})(?P<info>[^`]*)$")
-OPTSCHED_NAME = re.compile(r"(?<![\w/.-])optsched(?:\.[A-Za-z_]\w*)+")
-INLINE_CODE = re.compile(r"`([^`\n]+)`")
-REPO_PATH = re.compile(r"^(?:optsched|api|tests|bench|models|docs)/[\w./-]*\w$")
 
 
 @dataclass(frozen=True)
@@ -87,15 +83,6 @@ def blocks(page: Path) -> list[Block]:
     return found
 
 
-def prose(page: Path) -> str:
-    """The page without its runnable blocks (those are checked by running them)."""
-    lines = page.read_text().splitlines()
-    for block in blocks(page):
-        if block.runs:
-            lines[block.line - 1 : block.line + block.text.count("\n") + 1] = [""] * (block.text.count("\n") + 2)
-    return "\n".join(lines)
-
-
 def console_commands(text: str) -> str:
     """The commands of a console block: each `$ ` line with the lines its trailing backslashes continue."""
     commands: list[str] = []
@@ -105,22 +92,6 @@ def console_commands(text: str) -> str:
             commands.append(line[2:] if line.startswith("$ ") and not continuing else line)
             continuing = line.endswith("\\")
     return "\n".join(commands) + "\n"
-
-
-def resolves(name: str) -> bool:
-    """Whether a dotted name is an importable module or an attribute reached from one."""
-    parts = name.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            target: object = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        for attribute in parts[cut:]:
-            if not hasattr(target, attribute):
-                return False
-            target = getattr(target, attribute)
-        return True
-    return False
 
 
 def repository_state() -> str:
@@ -243,17 +214,6 @@ def test_every_block_says_what_it_is() -> None:
     print(f"docs blocks: {dict(counts)}")
     assert counts["run"] >= 20
     assert counts["no-run"] <= MAX_NO_RUN, f"{counts['no-run']} commands are shown but not run"
-
-
-@pytest.mark.parametrize("page", PAGES, ids=[str(page.relative_to(ROOT)) for page in PAGES])
-def test_names_and_paths_exist(page: Path) -> None:
-    """Every optsched.x.y the page names imports, and every repository path it names is there."""
-    text = prose(page)
-    stale = sorted({name for name in OPTSCHED_NAME.findall(text) if not resolves(name)})
-    assert stale == [], f"{page.relative_to(ROOT)} names what does not exist: {stale}"
-    paths = {code for code in INLINE_CODE.findall(text) if REPO_PATH.match(code)}
-    missing = sorted(path for path in paths if not (ROOT / path).exists())
-    assert missing == [], f"{page.relative_to(ROOT)} names missing files: {missing}"
 
 
 def test_console_commands_keep_their_continuations() -> None:
