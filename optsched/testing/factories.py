@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from hypothesis import strategies as st
+
+from optsched.schema.night import DeviceFailure, NightQueue
+from optsched.schema.workload import DeviceGroup, PowerLevel
 
 MODELS = ("fast", "mid", "slow")
 
@@ -80,3 +84,16 @@ def tiny_workloads(draw, max_jobs: int = 3, max_groups: int = 2, max_count: int 
         power["domains"] = {name: round(peak * draw(st.sampled_from([0.2, 0.5])))}
     objective = draw(st.sampled_from(["weighted_speedup", "weighted_speedup", "min_power"]))
     return workload(devices, jobs, power=power, objective=objective, options={"time_limit_s": 20, "mip_gap": 1e-7})
+
+
+def failure_queue(n: int, seed: int = 0) -> NightQueue:
+    """A night queue with n one-device failures of a 1,000,000-device group at random instants over 12 h, each
+    repaired in 0.01-2 h, built without validation (past 10,000 failures the schema refuses it): what the cost of
+    checking failures is measured on (bench/failure_check.py)."""
+    rng = random.Random(seed)
+    group = DeviceGroup(id="g", model="m", count=1_000_000, power_levels=(PowerLevel(cap_w=300.0, speed=1.0),))
+    failures = tuple(
+        DeviceFailure(device="g", count=1, at_hours=rng.uniform(0, 12), repair_hours=rng.uniform(0.01, 2))
+        for _ in range(n)
+    )
+    return NightQueue.model_construct(devices=(group,), failures=failures)

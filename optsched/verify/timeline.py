@@ -20,6 +20,7 @@ NightPlan schema, and uses the plan verifier's formula helpers. The rules, from 
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 from collections import defaultdict
@@ -57,7 +58,7 @@ from optsched.verify.placement import (
     read_plan_document,
 )
 
-__all__ = ["load_night_plan", "verify_timeline"]
+__all__ = ["down_spans", "load_night_plan", "verify_timeline"]
 
 
 
@@ -74,19 +75,7 @@ class _Ctx:
 
     def _down_spans(self) -> dict[tuple[str, int], list[tuple[float, float]]]:
         """(group, index) -> [(failed at, back at)]: each failure takes the lowest-indexed devices up then."""
-        spans: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
-        counts = {g.id: g.count for g in self.w.devices}
-        for f in sorted(self.w.failures, key=lambda f: f.at_hours):
-            up = [
-                i
-                for i in range(counts.get(f.device, 0))
-                if not any(
-                    a <= f.at_hours + TIME_TOL_HOURS and f.at_hours + TIME_TOL_HOURS < b for a, b in spans[f.device, i]
-                )
-            ]
-            for i in up[: f.count]:
-                spans[f.device, i].append((f.at_hours, f.at_hours + f.repair_hours))
-        return spans
+        return down_spans(self.w)
 
     def fails_at(self, seg: Segment, hours: float) -> bool:
         """Whether a device the segment holds fails at this instant."""
@@ -174,6 +163,33 @@ class _Ctx:
             if g.domain is not None:
                 domains[g.domain] += g.idle_w * g.count
         return idle, dict(domains)
+
+
+def down_spans(queue: NightQueue) -> dict[tuple[str, int], list[tuple[float, float]]]:
+    """(group, index) -> [(failed at, back at)] of the queue's failures in time order: each takes the
+    lowest-indexed devices of its group that are up then (a device is back from the instant its repair ends, within
+    TIME_TOL_HOURS). Per group, a heap of the devices back and a heap of the repairs pending: O((N + devices
+    failed) log N), where scanning the group's devices for each failure was O(N x count)."""
+    spans: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
+    counts = {g.id: g.count for g in queue.devices}
+    fresh: dict[str, int] = defaultdict(int)  # devices [fresh, count) never failed yet
+    back: dict[str, list[int]] = defaultdict(list)  # heap of the indices failed and repaired since
+    pending: dict[str, list[tuple[float, int]]] = defaultdict(list)  # heap of (back at, index) of those down
+    for f in sorted(queue.failures, key=lambda f: f.at_hours):
+        device, now = f.device, f.at_hours + TIME_TOL_HOURS
+        while pending[device] and pending[device][0][0] <= now:
+            heapq.heappush(back[device], heapq.heappop(pending[device])[1])
+        for _ in range(f.count):
+            if back[device] and (fresh[device] >= counts.get(device, 0) or back[device][0] < fresh[device]):
+                i = heapq.heappop(back[device])
+            elif fresh[device] < counts.get(device, 0):
+                i = fresh[device]
+                fresh[device] += 1
+            else:
+                break  # every device of the group is down (or the group is unknown)
+            spans[device, i].append((f.at_hours, f.at_hours + f.repair_hours))
+            heapq.heappush(pending[device], (f.at_hours + f.repair_hours, i))
+    return spans
 
 
 def check_jobs_listed(ctx: _Ctx) -> list[str]:
@@ -437,14 +453,48 @@ def check_failures(ctx: _Ctx) -> list[str]:
             elif s.rolled_back_hours != 0.0:
                 out.append(f"{label}: segment {k} rolls back work although none of its devices fails at its end")
             previous = s
-    for e in ctx.p.events:
-        down: dict[str, list[int]] = {}
-        for (device, i), spans in sorted(ctx.down.items()):
-            if any(a <= e.at_hours + TIME_TOL_HOURS and e.at_hours + TIME_TOL_HOURS < b for a, b in spans):
-                down.setdefault(device, []).append(i)
+    expected = _down_at([e.at_hours + TIME_TOL_HOURS for e in ctx.p.events], ctx.down)
+    for e, down in zip(ctx.p.events, expected, strict=True):
         got = {d: list(ix) for d, ix in e.down.items()}
         if got != down:
             out.append(f"event at {e.at_hours:g} h: reports devices down {got}, the failures give {down}")
+    return out
+
+
+def _down_at(
+    instants: list[float], spans: Mapping[tuple[str, int], list[tuple[float, float]]]
+) -> list[dict[str, list[int]]]:
+    """Per instant t, the devices down at t (a <= t < b for one of their spans), by group, indices rising.
+
+    A sweep over the instants in time order, adding spans as they start and dropping them as they end, so the
+    cost is O((instants + spans) log spans) plus the listing of what is down; instants between which nothing
+    changed share one listing."""
+    starts = sorted((a, b, key) for key, pairs in spans.items() for a, b in pairs)
+    ends: list[tuple[float, tuple[str, int]]] = []
+    active: dict[tuple[str, int], int] = defaultdict(int)
+    out: list[dict[str, list[int]]] = [{} for _ in instants]
+    listing: dict[str, list[int]] | None = None
+    k = 0
+    for n in sorted(range(len(instants)), key=lambda n: instants[n]):
+        t = instants[n]
+        changed = False
+        while k < len(starts) and starts[k][0] <= t:
+            _, b, key = starts[k]
+            active[key] += 1
+            heapq.heappush(ends, (b, key))
+            k += 1
+            changed = True
+        while ends and ends[0][0] <= t:
+            key = heapq.heappop(ends)[1]
+            active[key] -= 1
+            if not active[key]:
+                del active[key]
+            changed = True
+        if listing is None or changed:
+            listing = {}
+            for device, i in sorted(active):
+                listing.setdefault(device, []).append(i)
+        out[n] = {d: list(ix) for d, ix in listing.items()}
     return out
 
 
