@@ -28,6 +28,8 @@ from optsched.schema.limits import check_document
 from optsched.schema.workload import (
     MAX_LISTED_ERRORS,
     DeviceGroup,
+    Id,
+    IdMap,
     Priority,
     field_errors,
     filled_from_catalog,
@@ -39,7 +41,8 @@ MAX_CLASSES = 16
 # Two caps closer than this (W) are the same level.
 CAP_TOLERANCE_W = 1e-6
 
-Name = Annotated[str, Strict(), Field(min_length=1, max_length=200)]
+# Class names are ids: normalised and of visible characters only, as the workload's (strictly strings).
+Name = Annotated[Id, Strict()]
 Rate = Annotated[float, Strict(), Field(gt=0, le=1e6)]
 Hours = Annotated[float, Strict(), Field(gt=0, le=1e9)]
 Scv = Annotated[float, Strict(), Field(ge=0, le=100)]
@@ -99,7 +102,7 @@ class Study(_Input):
     discipline: Discipline = Discipline.non_preemptive
     devices: tuple[DeviceGroup, ...] = Field(min_length=1, max_length=1_000)
     classes: tuple[StudyClass, ...] = Field(min_length=1, max_length=MAX_CLASSES)
-    targets: dict[Name, Target] = Field(default_factory=dict, description="Class name -> target.")
+    targets: IdMap[Target] = Field(default_factory=dict, description="Class name -> target.")
 
     @model_validator(mode="after")
     def consistent(self) -> Study:

@@ -26,10 +26,12 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 from optsched.schema.errors import FieldError, InvalidWorkload
 from optsched.schema.limits import check_document
 from optsched.schema.plan import Allocation, Plan
-from optsched.schema.workload import MAX_LISTED_ERRORS, Job, Workload, _read_json, field_errors
+from optsched.schema.workload import MAX_LISTED_ERRORS, IdMap, Job, Workload, _read_json, field_errors
+from optsched.schema.workload import Id as WorkloadId
 
 # Strict scalars: a count of 2.0, a budget of "9000" or true is an error, not a coercion.
-Id = Annotated[str, Strict(), Field(min_length=1, max_length=200)]
+# Ids are the workload's (normalised, visible characters only), strictly strings.
+Id = Annotated[WorkloadId, Strict()]
 Watts = Annotated[float, Strict(), Field(ge=0, le=1e9)]
 Count = Annotated[int, Strict(), Field(ge=1, le=1_000_000)]
 
@@ -59,7 +61,7 @@ class Change(_Strict):
     device_failures: tuple[DeviceCount, ...] = Field(default=(), max_length=10_000)
     device_repairs: tuple[DeviceCount, ...] = Field(default=(), max_length=10_000)
     budget_w: Watts | None = Field(default=None, description="New fleet budget in watts; absent: unchanged.")
-    domains: dict[Id, Watts] = Field(default_factory=dict, description="New budgets of these domains, in watts.")
+    domains: IdMap[Watts] = Field(default_factory=dict, description="New budgets of these domains, in watts.")
     add_jobs: tuple[Job, ...] = Field(default=(), max_length=100_000)
     remove_jobs: tuple[Id, ...] = Field(default=(), max_length=100_000)
     pin: tuple[Id, ...] = Field(default=(), max_length=100_000, description="Running jobs that keep their devices.")

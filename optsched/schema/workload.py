@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Self, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from optsched.schema.catalog import catalog_entry
 from optsched.schema.errors import FieldError, InvalidWorkload
@@ -34,6 +44,7 @@ PRIORITY_WEIGHT: Mapping[Priority, float] = {
     Priority.low: 1.0,
 }
 HARD_PRIORITIES = frozenset({Priority.critical, Priority.high})
+_V = TypeVar("_V")
 
 # Characters an id or a name may not hold: C0 and C1 controls, and the invisible format characters (zero-width
 # marks, bidirectional embeddings, overrides and isolates, the BOM) that make a text read otherwise than it is
@@ -55,10 +66,60 @@ def printable(text: str) -> str:
     return text
 
 
+# Code points that render as nothing though Unicode assigns them (the Default_Ignorable_Code_Point ranges that are
+# not format characters already): variation selectors, fillers, tag characters. "train" followed by U+E0020 would
+# otherwise look like "train" and be another id.
+_IGNORABLE = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0\ufff0-\ufff8"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+# Unicode general categories that never belong in an id: controls, format characters, surrogates, private use,
+# unassigned, and the line and paragraph separators.
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def normal_id(text: str) -> str:
+    """`text` in Unicode normal form C, or ValueError if it is blank, starts or ends with white space, or holds an
+    invisible character (a control, format, private-use, unassigned or default-ignorable code point).
+
+    Every id of every schema goes through this one function, so two ids that look alike are one id ("e" + U+0301
+    is "é") or one of them is refused ("train" + U+E0020); the duplicate checks then compare the normal forms."""
+    normal = unicodedata.normalize("NFC", printable(text))
+    if not normal.strip():
+        raise ValueError("must not be blank")
+    if normal != normal.strip():
+        raise ValueError("must not start or end with white space")
+    for c in normal:
+        if unicodedata.category(c) in _INVISIBLE_CATEGORIES or _IGNORABLE.match(c):
+            raise ValueError(f"must hold visible characters only; U+{ord(c):04X} is invisible or unassigned")
+    return normal
+
+
+def distinct_keys(value: Any) -> Any:
+    """A mapping whose keys are ids, unchanged, or ValueError naming two keys that are one id once normalised
+    (validation would otherwise keep one of them silently)."""
+    if not isinstance(value, Mapping):
+        return value
+    seen: dict[str, str] = {}
+    for key in value:
+        if not isinstance(key, str):
+            continue  # the key's own validation names it
+        try:
+            normal = normal_id(key)
+        except ValueError:
+            continue
+        if normal in seen:
+            raise ValueError(f"keys {ascii(seen[normal])} and {ascii(key)} are the same id once normalised (NFC)")
+        seen[normal] = key
+    return value
+
+
 # Strict types: JSON's own types only (no "0.95" for a number, no true for a count, no 1.0 for an integer).
 Id = Annotated[
-    str, Field(min_length=1, max_length=200, json_schema_extra={"pattern": ID_PATTERN}), AfterValidator(printable)
+    str, Field(min_length=1, max_length=200, json_schema_extra={"pattern": ID_PATTERN}), AfterValidator(normal_id)
 ]
+# A mapping keyed by ids: two keys that normalise to one id are an error, not one silently dropped.
+IdMap = Annotated[dict[Id, _V], BeforeValidator(distinct_keys)]
 Name = Annotated[str, Field(max_length=200, json_schema_extra={"pattern": NAME_PATTERN}), AfterValidator(printable)]
 StrictInt = Annotated[int, Field(strict=True)]
 StrictFloat = Annotated[float, Field(strict=True)]
@@ -125,7 +186,7 @@ class Job(Frozen):
     max_devices: StrictInt | None = Field(default=None, ge=1, le=1_000_000)
     memory_gb: NonNegativeFloat | None = Field(default=None, description="Memory needed on each device.")
     allowed_models: tuple[Id, ...] | None = None
-    speed_on: dict[Id, Speed] = Field(
+    speed_on: IdMap[Speed] = Field(
         default_factory=dict, description="Model -> multiplier of that model's speed for this job."
     )
 
@@ -155,7 +216,7 @@ class PowerWindow(Frozen):
 
 class Power(Frozen):
     budget_w: NonNegativeFloat | None = Field(default=None, description="Cap on the whole fleet, in watts.")
-    domains: dict[Id, NonNegativeFloat] = Field(default_factory=dict, description="Cap per power domain, in watts.")
+    domains: IdMap[NonNegativeFloat] = Field(default_factory=dict, description="Cap per power domain, in watts.")
 
     def budget_at(self, hours: float) -> float | None:
         """The global budget in force at `hours` (W): budget_w (a night queue's windows replace it inside them)."""
