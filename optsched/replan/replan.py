@@ -46,7 +46,8 @@ from optsched.replan.schema import (
     Replan,
     apply_change,
 )
-from optsched.schema.errors import FieldError, InvalidPlan
+from optsched.schema.errors import FieldError, InvalidPlan, InvalidWorkload
+from optsched.schema.limits import Limits, check_size
 from optsched.schema.plan import Allocation, Plan, Status
 from optsched.schema.workload import Workload
 from optsched.solve.extract import relative_gap
@@ -79,20 +80,19 @@ def replan(
     time_limit_s: float | None = None,
     mip_gap: float | None = None,
     threads: int | None = None,
+    limits: Limits | None = None,
+    original: Workload | None = None,
 ) -> Replan:
     """Re-plan `workload` (as `plan` placed it) after `change`; never mutates its inputs.
 
     `move_cost_hours` (default: the workload's `options.move_cost_hours`) is what each moved running job loses.
     Raises InvalidWorkload (the workload), InvalidPlan (the plan, or a plan naming jobs or device groups the
-    workload lacks) and InvalidChange (the change, alone or against them), each listing every problem. An
-    infeasible changed workload gives an infeasible plan with its diagnosis and suggestions, and no changes.
+    workload lacks) and InvalidChange (the change, alone or against them, and the changed workload above
+    `limits`), each listing every problem: `check_change` runs the same checks without solving. An infeasible
+    changed workload gives an infeasible plan with its diagnosis and suggestions, and no changes.
     """
     started = time.monotonic()
-    before = Workload.load(workload)
-    current = load_plan(plan)
-    change = Change.load(change)
-    running = running_allocations(before, current)
-    after = _apply(before, change, running)
+    before, current, change, running, after = _checked(workload, plan, change, limits, original)
     hours = after.options.move_cost_hours if move_cost_hours is None else float(move_cost_hours)
     if not (math.isfinite(hours) and 0 <= hours <= 1_000):
         raise ValueError(f"move_cost_hours must be within 0-1000 h, not {move_cost_hours!r}")
@@ -194,15 +194,63 @@ def running_allocations(workload: Workload, plan: Plan) -> dict[str, tuple[Alloc
     return out
 
 
-def _apply(workload: Workload, change: Change, running: Mapping[str, Any]) -> Workload:
+def check_change(
+    workload: Workload | Mapping[str, Any] | str | Path,
+    plan: Plan | Mapping[str, Any] | str | Path,
+    change: Change | Mapping[str, Any] | str | Path,
+    *,
+    limits: Limits | None = None,
+    original: Workload | None = None,
+) -> Workload:
+    """The changed workload, after every check a re-plan makes before it solves, for a service to call before it
+    queues one: the workload, the plan and the change, alone and against one another (a pin of a job the plan does
+    not run is refused at `pin[i]`, a repair beyond the group's original count at `device_repairs[i].count`), then
+    the changed workload against `limits` (jobs, devices, device groups, power levels, time limit and placement
+    variables, as a plan's workload), each problem at the field of the change that brought it (`add_jobs`,
+    `device_repairs`). Raises InvalidWorkload, InvalidPlan or InvalidChange listing every problem."""
+    return _checked(workload, plan, change, limits, original)[4]
+
+
+def _checked(
+    workload: Workload | Mapping[str, Any] | str | Path,
+    plan: Plan | Mapping[str, Any] | str | Path,
+    change: Change | Mapping[str, Any] | str | Path,
+    limits: Limits | None,
+    original: Workload | None,
+) -> tuple[Workload, Plan, Change, dict[str, tuple[Allocation, ...]], Workload]:
+    """(workload, plan, change, running allocations, changed workload), every check of `check_change` passed."""
+    before = Workload.load(workload)
+    current = load_plan(plan)
+    change = Change.load(change)
+    running = running_allocations(before, current)
+    after = _apply(before, change, running, original)
+    if limits is not None:
+        try:
+            check_size(after, limits)
+        except InvalidWorkload as exc:
+            raise InvalidChange([_limit_path(e) for e in exc.errors]) from None
+    return before, current, change, running, after
+
+
+def _limit_path(error: FieldError) -> FieldError:
+    """A size limit the changed workload is above, at the change's field that adds what it counts."""
+    field = error.path.split(".")[0].split("[")[0]
+    path = {"jobs": "add_jobs", "devices": "device_repairs"}.get(field, "")
+    return FieldError(path, f"the changed workload is too large ({error.path or '<document>'}): {error.message}")
+
+
+def _apply(
+    workload: Workload, change: Change, running: Mapping[str, Any], original: Workload | None = None
+) -> Workload:
     """apply_change, with pins of jobs the plan does not run reported among its problems (all at once)."""
+    known = {j.id for j in workload.jobs} | {j.id for j in change.add_jobs}  # apply_change names the others
     problems = [
         FieldError(f"pin[{i}]", f"job {job_id!r} is not running in the plan; only running jobs can be pinned")
         for i, job_id in enumerate(change.pin)
-        if job_id not in running and job_id in {j.id for j in workload.jobs}
+        if job_id not in running and job_id in known
     ]
     try:
-        after = apply_change(workload, change)
+        after = apply_change(workload, change, original=original)
     except InvalidChange as exc:
         raise InvalidChange([*exc.errors, *problems]) from None
     if problems:

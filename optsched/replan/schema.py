@@ -106,14 +106,21 @@ def _own_problems(c: Change) -> list[FieldError]:
     return problems
 
 
-def apply_change(workload: Workload, change: Change | Mapping[str, Any] | str | Path) -> Workload:
+def apply_change(
+    workload: Workload, change: Change | Mapping[str, Any] | str | Path, *, original: Workload | None = None
+) -> Workload:
     """The workload after the change (a new object; the input is never mutated). InvalidChange names every
     problem against the workload with its path in the change: unknown device groups or jobs, more failures than
-    devices, a new job whose id is taken, a pinned job that no longer exists."""
+    devices, repairs that would give a group more devices than it had originally, a new job whose id is taken, a
+    pinned job that no longer exists.
+
+    A repair brings back a device that failed, so a group never ends with more devices than in `original` (the
+    workload the first plan of a chain of re-plans was made for; default: `workload` itself)."""
     change = Change.load(change)
     problems: list[FieldError] = []
     groups = {g.id: g for g in workload.devices}
     counts = {g.id: g.count for g in workload.devices}
+    originally = {g.id: g.count for g in (original or workload).devices}
     for name, entries, sign in (
         ("device_repairs", change.device_repairs, 1),
         ("device_failures", change.device_failures, -1),
@@ -135,6 +142,17 @@ def apply_change(workload: Workload, change: Change | Mapping[str, Any] | str | 
                 )
             )
             counts[entry.device] = 0  # report the group once
+    for i, entry in enumerate(change.device_repairs):
+        most = max(originally.get(entry.device, 0), groups[entry.device].count) if entry.device in groups else 0
+        if entry.device in groups and counts[entry.device] > most:
+            problems.append(
+                FieldError(
+                    f"device_repairs[{i}].count",
+                    f"group {entry.device!r} would have {counts[entry.device]:,} devices after the repairs; it had "
+                    f"{most:,}: a repair brings back a device that failed",
+                )
+            )
+            counts[entry.device] = most  # report the group once
     devices = [g.model_copy(update={"count": counts[g.id]}) for g in workload.devices if counts[g.id] > 0]
     if not devices and not problems:
         problems.append(

@@ -50,7 +50,17 @@ def test_replan_chains_on_its_own_outputs(tmp_path):
     new, changed = tmp_path / "new.json", tmp_path / "changed.json"
     first = runner.invoke(app, ["replan", str(w), str(p), str(c), "-o", str(new), "--workload-out", str(changed)])
     assert first.exit_code == 0, first.output
-    c.write_text(json.dumps({"device_repairs": [{"device": "g2", "count": 1}], "budget_w": 800}))
+    # A repair brings back a device that failed: the second change fails one of g2 and repairs one of g1 in one go
+    # (repairs beyond the group's count are refused: tests/replan/test_check_change.py).
+    c.write_text(
+        json.dumps(
+            {
+                "device_failures": [{"device": "g2", "count": 1}, {"device": "g1", "count": 1}],
+                "device_repairs": [{"device": "g1", "count": 1}],
+                "budget_w": 800,
+            }
+        )
+    )
     second = runner.invoke(app, ["replan", str(changed), str(new), str(c)])
     assert second.exit_code == 0, second.output
     plan = json.loads(second.stdout)  # without -o the plan goes to stdout

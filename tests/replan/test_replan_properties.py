@@ -30,9 +30,10 @@ def changes(draw, workload, current):
         failures = failures[1:]  # keep a device: a fleet with none left is invalid (tested on its own)
     if failures:
         change["device_failures"] = failures
-    if draw(st.booleans()):
-        g = draw(st.sampled_from(workload["devices"]))
-        change["device_repairs"] = [{"device": g["id"], "count": draw(st.integers(1, 2))}]
+    if failures and draw(st.booleans()):
+        # A repair brings back a device that failed: at most the failures of its group.
+        f = draw(st.sampled_from(failures))
+        change["device_repairs"] = [{"device": f["device"], "count": draw(st.integers(1, f["count"]))}]
     if draw(st.booleans()):
         change["budget_w"] = round(current.power_w * draw(st.sampled_from([0.5, 0.8, 1.0, 1.5])), 1)
     ids = [j["id"] for j in workload["jobs"]]
