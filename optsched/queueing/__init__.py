@@ -18,7 +18,7 @@ from optsched.queueing.schema import (
     StudyStatus,
     load_study,
 )
-from optsched.queueing.study import analyze, evaluate, pareto_front
+from optsched.queueing.study import analyze, check_study, evaluate, pareto_front
 
 __all__ = [
     "ClassResult",
@@ -31,6 +31,7 @@ __all__ = [
     "StudyClass",
     "StudyResult",
     "analyze",
+    "check_study",
     "evaluate",
     "load_study",
     "pareto_front",

@@ -65,6 +65,9 @@ class StudyStatus(StrEnum):
     ok = "ok"  # stable, and every target met (or none given)
     unstable = "unstable"  # offered load at or above the servers, whatever the caps
     targets_missed = "targets_missed"  # stable, but no caps meet every target
+    # Simulated: the queue did not settle within the run (near saturation), so its means estimate nothing and no
+    # target is reported met or missed; see `reason`, and the analytic figures.
+    unsettled = "unsettled"
 
 
 # Highest priority first: the order in which the queue serves the levels.
@@ -418,6 +421,15 @@ class SimulationInfo(_Output):
     service_distribution: str
     preemption: str | None
     confidence: float = 0.95
+    settled: bool = Field(
+        default=True,
+        description="Whether the queue reached a steady state within the run: its relaxation time is well within "
+        "the run and the responses do not drift upward from the first half of the measured window to the second.",
+    )
+    drift_hours: float | None = Field(
+        default=None, description="Mean response of the second half of the measured window minus the first's."
+    )
+    drift_half_width_hours: float | None = Field(default=None, description="95 % confidence half-width of the drift.")
 
 
 class StudyResult(_Output):
@@ -438,8 +450,10 @@ class StudyResult(_Output):
     meets_targets: bool | None
     classes: tuple[ClassResult, ...]
     front: tuple[FrontPoint, ...] = Field(
-        description="Pareto front of mean power against high-priority response over the caps evaluated (analytic)."
+        description="Pareto front of mean power against high-priority response over the caps evaluated (analytic); "
+        "at most MAX_FRONT_POINTS (optsched.schema.limits) points: its ends and points evenly spaced between."
     )
+    front_points: int = Field(default=0, description="Points of the whole Pareto front, before thinning.")
     combinations_evaluated: int
     simulation: SimulationInfo | None = None
     wall_seconds: float

@@ -17,6 +17,10 @@ Model, per replication r (independent seeds from numpy's SeedSequence(seed)):
   finish in the tail. Utilisation is the class's service time inside [warmup_fraction H, H] over c times its length.
 - Each replication gives one mean per class; the estimate is their average and the half-width
   t(0.975, R - 1) s / sqrt(R).
+- Each replication also gives its drift: the mean response of the jobs arriving in the second half of the
+  measured window minus that of the first half. A queue that has not settled (near saturation, its relaxation
+  time longer than the run) keeps filling up, so its drift is positive beyond noise and its means are not
+  steady-state estimates (`simulate_run`; optsched.queueing.study reads it).
 
 ciw draws from Python's global `random` generator (and sets `ciw.rng`); both are saved and restored around a
 run, so a caller's random state is left as it was. Not thread-safe for that reason (the service uses processes).
@@ -66,11 +70,30 @@ class SimulatedClass:
 
 
 @dataclass(frozen=True, slots=True)
+class SimulationRun:
+    """The per-class estimates and the run's drift: per replication, the mean response of the jobs arriving in
+    the second half of the measured window minus that of the first half (all classes), estimated over the
+    replications. A queue that settled has no drift beyond noise; one still filling up responds ever slower."""
+
+    classes: tuple[SimulatedClass, ...]
+    drift: Estimate
+    response: Estimate  # all classes, the scale the drift is read against
+
+
+@dataclass(frozen=True, slots=True)
 class _Sums:
     response: float
     wait: float
     jobs: int
     busy: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Halves:
+    """Mean response (all classes) of the jobs arriving in the first and the second half of the measured window."""
+
+    first: float | None
+    second: float | None
 
 
 def t_quantile_975(df: int) -> float:
@@ -103,6 +126,23 @@ def simulate(
     warmup_fraction: float = 0.2,
 ) -> tuple[SimulatedClass, ...]:
     """Per-class estimates of mean wait, mean response and utilisation, in input order (stable queues only)."""
+    return simulate_run(
+        classes, c, discipline, seed=seed, replications=replications, jobs_per_replication=jobs_per_replication,
+        warmup_fraction=warmup_fraction,
+    ).classes
+
+
+def simulate_run(
+    classes: Sequence[QueueClass],
+    c: int,
+    discipline: Discipline,
+    *,
+    seed: int = 0,
+    replications: int = 10,
+    jobs_per_replication: int = 10_000,
+    warmup_fraction: float = 0.2,
+) -> SimulationRun:
+    """`simulate`'s estimates with the run's drift, which tells whether the queue settled within the run."""
     if replications < 2:
         raise ValueError("replications must be at least 2 for a confidence interval")
     if not 0 <= warmup_fraction < 1:
@@ -121,7 +161,7 @@ def simulate(
             ciw.rng = saved_rng
     out = []
     for i in range(len(classes)):
-        sums = [run[i] for run in runs]
+        sums = [sums[i] for sums, _ in runs]
         out.append(
             SimulatedClass(
                 wait=_estimate([s.wait / s.jobs for s in sums if s.jobs]),
@@ -130,7 +170,13 @@ def simulate(
                 jobs=sum(s.jobs for s in sums),
             )
         )
-    return tuple(out)
+    drifts = [h.second - h.first for _, h in runs if h.first is not None and h.second is not None]
+    totals = [(sum(x.response for x in sums), sum(x.jobs for x in sums)) for sums, _ in runs]
+    return SimulationRun(
+        classes=tuple(out),
+        drift=_estimate(drifts),
+        response=_estimate([response / jobs for response, jobs in totals if jobs]),
+    )
 
 
 def _estimate(values: list[float]) -> Estimate:
@@ -156,7 +202,7 @@ def _service(k: QueueClass) -> ciw.dists.Distribution:
 
 def _replication(
     classes: Sequence[QueueClass], c: int, discipline: Discipline, seed: int, horizon: float, warmup: float
-) -> list[_Sums]:
+) -> tuple[list[_Sums], _Halves]:
     names = [_class_name(i) for i in range(len(classes))]
     priorities = {n: k.level for n, k in zip(names, classes, strict=True)}
     network = ciw.create_network(
@@ -171,6 +217,7 @@ def _replication(
     index = {n: i for i, n in enumerate(names)}
     served: dict[int, float] = {}
     done: dict[int, tuple[int, float]] = {}  # id -> (class, response)
+    arrivals: dict[int, float] = {}
     busy = [0.0] * len(classes)
     for r in sim.get_all_records(only=["service", "interrupted service"]):
         end = r.exit_date if r.record_type == "interrupted service" else r.service_end_date
@@ -179,6 +226,7 @@ def _replication(
         busy[k] += max(0.0, min(end, horizon) - max(r.service_start_date, warmup))
         if r.record_type == "service" and warmup <= r.arrival_date < horizon:
             done[r.id_number] = (k, r.exit_date - r.arrival_date)
+            arrivals[r.id_number] = r.arrival_date
     sums = [[0.0, 0.0, 0] for _ in classes]
     for job, (k, response) in done.items():
         sums[k][0] += response
@@ -186,4 +234,12 @@ def _replication(
         sums[k][2] += 1
     window = c * (horizon - warmup)
     logger.debug("replication seed %d: %d jobs measured", seed, len(done))
-    return [_Sums(response=s[0], wait=s[1], jobs=int(s[2]), busy=busy[k] / window) for k, s in enumerate(sums)]
+    middle = (warmup + horizon) / 2
+    halves: tuple[list[float], list[float]] = ([], [])
+    for job, (_, response) in done.items():
+        halves[arrivals[job] >= middle].append(response)
+    means = [math.fsum(h) / len(h) if h else None for h in halves]
+    return (
+        [_Sums(response=s[0], wait=s[1], jobs=int(s[2]), busy=busy[k] / window) for k, s in enumerate(sums)],
+        _Halves(first=means[0], second=means[1]),
+    )

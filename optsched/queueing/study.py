@@ -11,6 +11,10 @@ power under the response-time targets, the Pareto front of power against respons
   MAX_COMBINATIONS) is evaluated analytically; among the stable ones that meet every target the least mean power
   wins (ties: the least arrival-weighted response). With method="simulation" the chosen caps are then simulated;
   the front stays analytic.
+- Bounds (issue 25): `check_study` refuses before any work a study above a service's `Limits` (devices, device
+  groups, power levels) and a simulation above MAX_SIMULATION_WORK (optsched.schema.limits); the result stores
+  at most MAX_FRONT_POINTS points of the front (`front_points` counts them all); a simulation that cannot have
+  settled (`unsettled_reason`) is `unsettled`, with no target reported met or missed.
 """
 
 from __future__ import annotations
@@ -41,10 +45,20 @@ from optsched.queueing.schema import (
 from optsched.queueing.simulation import (
     PREEMPTION,
     SERVICE_DISTRIBUTION,
+    SimulatedClass,
+    SimulationRun,
     ciw_version,
-    simulate,
+    simulate_run,
 )
 from optsched.schema.errors import FieldError, InvalidStudy
+from optsched.schema.limits import (
+    MAX_FRONT_POINTS,
+    MAX_SIMULATION_WORK,
+    SIMULATION_JOB_SERVERS,
+    Limits,
+    device_problems,
+    simulation_work,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +66,13 @@ logger = logging.getLogger(__name__)
 TARGET_RTOL = 1e-9
 # Simulated arrivals per replication at most (about 7 minutes of ciw per replication).
 MAX_JOBS_PER_REPLICATION = 10_000_000
+# A simulation shorter than this many relaxation times of its queue has not settled (unsettled_reason).
+RELAXATION_RUNS = 3.0
+# The responses drift upward (the queue is still filling up) when the drift exceeds DRIFT_WIDTHS times its 95 %
+# half-width (a false alarm about once in 10,000 settled runs, where one width would be one in 40) and
+# DRIFT_RTOL of the mean response (smaller is noise, whatever its interval).
+DRIFT_WIDTHS = 2.0
+DRIFT_RTOL = 0.1
 
 StudySource = Study | Mapping[str, Any] | str | Path
 
@@ -132,29 +153,40 @@ def analyze(
     InvalidStudy for an invalid document or method; the result's status says whether it is stable and meets the
     targets (an unstable study carries a reason and no waits)."""
     started = time.monotonic()
-    s = load_study(study)
-    method = _checked_options(method, replications, jobs_per_replication, warmup_fraction)
+    s = check_study(
+        study, method=method, replications=replications, jobs_per_replication=jobs_per_replication,
+        warmup_fraction=warmup_fraction,
+    )
+    method = Method(method)
     free = [i for i, k in enumerate(s.classes) if k.cap_w is None]
     evaluations = [evaluate(s, caps) for caps in _cap_combinations(s, free)]
     best, status, reason = _choose(s, evaluations)
     logger.info("study %r: %d cap combinations evaluated, status %s", s.name, len(evaluations), status.value)
-    front = pareto_front(s, evaluations) if free else ()
+    whole_front = pareto_front(s, evaluations) if free else ()
+    front = thinned(whole_front, MAX_FRONT_POINTS)
     simulation = None
     power: float | None
     if method == Method.simulation and best.stable:
-        simulated = simulate(
+        run = simulate_run(
             best.queue, best.servers, s.discipline, seed=seed, replications=replications,
             jobs_per_replication=jobs_per_replication, warmup_fraction=warmup_fraction,
         )
+        unsettled = unsettled_reason(best, run, jobs_per_replication)
         simulation = SimulationInfo(
             library=ciw_version(), replications=replications, jobs_per_replication=jobs_per_replication,
             warmup_fraction=warmup_fraction, seed=seed, service_distribution=SERVICE_DISTRIBUTION,
             preemption=PREEMPTION if s.discipline == Discipline.preemptive else None,
+            settled=unsettled is None, drift_hours=run.drift.mean, drift_half_width_hours=run.drift.half_width,
         )
-        classes = tuple(_simulated_class(s, i, best, simulated[i]) for i in range(len(s.classes)))
+        classes = tuple(
+            _simulated_class(s, i, best, run.classes[i], settled=unsettled is None) for i in range(len(s.classes))
+        )
         power = mean_power(s, best.caps, [(r.utilization or 0.0) * best.servers for r in classes])
         missed = [r for r in classes if r.meets_target is False]
-        if missed and status == StudyStatus.ok:
+        if unsettled is not None:
+            # Means of a queue still filling up are no estimates: neither targets met nor missed can be read off.
+            status, reason = StudyStatus.unsettled, unsettled
+        elif missed and status == StudyStatus.ok:
             status, reason = StudyStatus.targets_missed, "simulated " + _misses(missed)
         elif not missed and status == StudyStatus.targets_missed:
             status, reason = StudyStatus.ok, None
@@ -176,17 +208,54 @@ def analyze(
         mean_power_w=power,
         caps={k.name: cap for k, cap in zip(s.classes, best.caps, strict=True)},
         caps_chosen=tuple(s.classes[i].name for i in free),
-        meets_targets=None if not s.targets or not best.stable else all(r.meets_target is not False for r in classes),
+        meets_targets=(
+            None
+            if not s.targets or not best.stable or status == StudyStatus.unsettled
+            else all(r.meets_target is not False for r in classes)
+        ),
         classes=classes,
         front=front,
+        front_points=len(whole_front),
         combinations_evaluated=len(evaluations),
         simulation=simulation,
         wall_seconds=time.monotonic() - started,
     )
 
 
-def _checked_options(method: Method | str, replications: int, jobs: int, warmup_fraction: float) -> Method:
-    """The method as a Method; InvalidStudy naming every option out of range."""
+def check_study(
+    study: StudySource,
+    *,
+    limits: Limits | None = None,
+    method: Method | str = Method.analytic,
+    replications: int = 10,
+    jobs_per_replication: int = 10_000,
+    warmup_fraction: float = 0.2,
+) -> Study:
+    """The study, after every check `analyze` makes before any work, for a service to call before it queues one:
+    the document, the options, the study's size against `limits` (devices, device groups, power levels: a plan's
+    limits) and a simulation's work (replications x jobs x servers) against MAX_SIMULATION_WORK. InvalidStudy
+    (an InvalidWorkload) names every field at fault."""
+    s = load_study(study)
+    problems = _option_problems(method, replications, jobs_per_replication, warmup_fraction)
+    if limits is not None:
+        problems.extend(device_problems(s.devices, limits))
+    work = simulation_work(replications, jobs_per_replication, s.servers)
+    if method == Method.simulation and not problems and work > MAX_SIMULATION_WORK:
+        problems.append(
+            FieldError(
+                "jobs_per_replication",
+                f"{replications:,} replications x {jobs_per_replication:,} jobs x ({s.servers:,} servers + "
+                f"{SIMULATION_JOB_SERVERS}) = {work:,} units of simulation work, above the limit of "
+                f"{MAX_SIMULATION_WORK:,}; simulate fewer jobs or replications, or use the analytic method",
+            )
+        )
+    if problems:
+        raise InvalidStudy(problems)
+    return s
+
+
+def _option_problems(method: Method | str, replications: int, jobs: int, warmup_fraction: float) -> list[FieldError]:
+    """Every option out of range, at its name."""
     problems = []
     if method not in {m.value for m in Method}:
         problems.append(FieldError("method", f"unknown method {method!r}; choose one of {[m.value for m in Method]}"))
@@ -198,9 +267,51 @@ def _checked_options(method: Method | str, replications: int, jobs: int, warmup_
         problems.append(FieldError("jobs_per_replication", f"{jobs} is not in 100..{MAX_JOBS_PER_REPLICATION:,}"))
     if not 0 <= warmup_fraction < 1:
         problems.append(FieldError("warmup_fraction", f"{warmup_fraction} is not in [0, 1)"))
-    if problems:
-        raise InvalidStudy(problems)
-    return Method(method)
+    return problems
+
+
+def unsettled_reason(e: Evaluation, run: SimulationRun, jobs_per_replication: int) -> str | None:
+    """Why the simulated queue cannot have reached a steady state, or None when nothing says so.
+
+    Two signs: (1) the run is shorter than RELAXATION_RUNS relaxation times of the queue, estimated as the M/M/c
+    heavy-traffic m / (c (1 - sqrt(rho))^2) with m the mean service and rho the load per server (at load
+    0.999999 on one server, 4e12 service times: 10,000 jobs cannot tell); (2) the responses drift upward: the
+    second half of the measured window responds slower than the first by more than DRIFT_WIDTHS times the drift's
+    95 % half-width and more than DRIFT_RTOL of the mean response."""
+    rho = e.load / e.servers
+    rate = math.fsum(k.rate for k in e.queue)
+    service = e.load / rate
+    horizon = jobs_per_replication / rate
+    relaxation = service / (e.servers * (1.0 - math.sqrt(rho)) ** 2)
+    if horizon < RELAXATION_RUNS * relaxation:
+        return (
+            f"the simulation did not settle: at load {rho:.6g} per server the queue relaxes in about "
+            f"{relaxation:.4g} h, and the run lasts {horizon:.4g} h ({jobs_per_replication:,} jobs), under "
+            f"{RELAXATION_RUNS} relaxation times; its means are not steady-state estimates (the analytic figures "
+            "are; or lower the load)"
+        )
+    drift, response = run.drift, run.response
+    if (
+        drift.mean is not None
+        and drift.half_width is not None
+        and response.mean is not None
+        and drift.mean > DRIFT_WIDTHS * drift.half_width
+        and drift.mean > DRIFT_RTOL * response.mean
+    ):
+        return (
+            f"the simulation did not settle: responses rose by {drift.mean:.4g} ± {drift.half_width:.2g} h from the "
+            f"first half of the measured window to the second (mean response {response.mean:.4g} h); simulate more "
+            "jobs per replication or use the analytic figures"
+        )
+    return None
+
+
+def thinned(front: tuple[FrontPoint, ...], most: int) -> tuple[FrontPoint, ...]:
+    """At most `most` points of the front: all of them, or its two ends and points evenly spaced between."""
+    if len(front) <= most:
+        return front
+    picks = sorted({round(k * (len(front) - 1) / (most - 1)) for k in range(most)})
+    return tuple(front[i] for i in picks)
 
 
 def _cap_combinations(study: Study, free: list[int]) -> list[tuple[float, ...]]:
@@ -322,7 +433,7 @@ def _analytic_class(study: Study, i: int, e: Evaluation) -> ClassResult:
     )
 
 
-def _simulated_class(study: Study, i: int, e: Evaluation, sim) -> ClassResult:
+def _simulated_class(study: Study, i: int, e: Evaluation, sim: SimulatedClass, *, settled: bool) -> ClassResult:
     k, q = study.classes[i], e.queue[i]
     target = _target(study, k.name)
     response = sim.response.mean
@@ -338,7 +449,8 @@ def _simulated_class(study: Study, i: int, e: Evaluation, sim) -> ClassResult:
         mean_response_hours=response,
         wait_half_width_hours=sim.wait.half_width,
         response_half_width_hours=sim.response.half_width,
-        method_detail=f"simulation: {ciw_version()}, {sim.jobs} jobs measured",
+        method_detail=f"simulation: {ciw_version()}, {sim.jobs} jobs measured"
+        + ("" if settled else ", not settled (no steady-state estimate)"),
         target_response_hours=target,
-        meets_target=None if target is None or response is None else _meets(response, target),
+        meets_target=None if target is None or response is None or not settled else _meets(response, target),
     )

@@ -10,17 +10,23 @@
   OPTSCHED_MAX_VARIABLES).
 
 Both raise InvalidWorkload naming the path, the size found and the limit.
+
+Queueing studies (optsched.queueing.study.check_study) are held to the same `Limits` (devices, device groups,
+power levels) and to two limits of their own, whatever the service's settings: MAX_SIMULATION_WORK, the work of
+a simulation (`simulation_work`) checked before it starts, and MAX_FRONT_POINTS, the points of the Pareto front
+a result stores (a longer front is thinned evenly).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from optsched.schema.errors import FieldError, InvalidWorkload
 
 if TYPE_CHECKING:
-    from optsched.schema.workload import Workload
+    from optsched.schema.workload import DeviceGroup, Workload
 
 # A workload is 4 levels deep (jobs[i].speed_on.<model>); a request wraps it in one more.
 MAX_DEPTH = 32
@@ -29,6 +35,20 @@ MAX_ITEMS = 100_000
 # Values in the whole document (every array, object, string and number): about 10x the XL workload.
 MAX_VALUES = 500_000
 DEFAULT_MAX_VARIABLES = 2_000_000
+# Points of a queueing study's Pareto front a result stores at most: 10 power levels and 4 classes without caps
+# gave 9,990 points (18.6 MB of JSON); past this, the front keeps its ends and points evenly spaced between.
+MAX_FRONT_POINTS = 200
+# A simulated job costs ciw about 30 us plus 0.13 us per server it scans (10,000 jobs on 1 / 1,000 / 5,000
+# servers: 0.3 / 1.65 / 6.8 s), so a job is worth SIMULATION_JOB_SERVERS servers, and a simulation's work is
+# replications x jobs per replication x (servers + SIMULATION_JOB_SERVERS).
+SIMULATION_JOB_SERVERS = 230
+# About 5 minutes of one core; the defaults (10 x 10,000 jobs) stay below it up to ~25,000 servers.
+MAX_SIMULATION_WORK = 2_500_000_000
+
+
+def simulation_work(replications: int, jobs_per_replication: int, servers: int) -> int:
+    """replications x jobs per replication x (servers + SIMULATION_JOB_SERVERS): what MAX_SIMULATION_WORK bounds."""
+    return replications * jobs_per_replication * (servers + SIMULATION_JOB_SERVERS)
 
 
 def placement_variables(workload: Workload) -> int:
@@ -71,27 +91,7 @@ def check_size(workload: Workload, limits: Limits, *, path: str = "", jobs: int 
         errors.append(
             FieldError(_join(path, "jobs"), f"{n_jobs:,} jobs, above the limit of {limits.jobs:,} (OPTSCHED_MAX_JOBS)")
         )
-    if limits.device_groups is not None and len(workload.devices) > limits.device_groups:
-        errors.append(
-            FieldError(
-                _join(path, "devices"),
-                f"{len(workload.devices):,} device groups, above the limit of {limits.device_groups:,} "
-                "(OPTSCHED_MAX_DEVICE_GROUPS)",
-            )
-        )
-    devices = sum(g.count for g in workload.devices)
-    if limits.devices is not None and devices > limits.devices:
-        errors.append(FieldError(
-            _join(path, "devices"),
-            f"{devices:,} devices in all groups, above the limit of {limits.devices:,} (OPTSCHED_MAX_DEVICES)",
-        ))
-    if limits.levels is not None:
-        for i, g in enumerate(workload.devices):
-            if len(g.power_levels) > limits.levels:
-                errors.append(FieldError(
-                    _join(path, f"devices[{i}].power_levels"),
-                    f"{len(g.power_levels)} power levels, above the limit of {limits.levels} (OPTSCHED_MAX_LEVELS)",
-                ))
+    errors.extend(device_problems(workload.devices, limits, path=path))
     limit_s = workload.options.time_limit_s
     if limits.time_limit_s is not None and limit_s > limits.time_limit_s:
         errors.append(FieldError(
@@ -102,6 +102,34 @@ def check_size(workload: Workload, limits: Limits, *, path: str = "", jobs: int 
         raise InvalidWorkload(errors)
     if limits.variables is not None:
         check_variables(workload, limits.variables, path=path)
+
+
+def device_problems(devices: Sequence[DeviceGroup], limits: Limits, *, path: str = "") -> list[FieldError]:
+    """The device groups (a workload's, a study's) against the limits on groups, devices and power levels, each
+    problem at its path with the setting to raise."""
+    errors: list[FieldError] = []
+    if limits.device_groups is not None and len(devices) > limits.device_groups:
+        errors.append(
+            FieldError(
+                _join(path, "devices"),
+                f"{len(devices):,} device groups, above the limit of {limits.device_groups:,} "
+                "(OPTSCHED_MAX_DEVICE_GROUPS)",
+            )
+        )
+    count = sum(g.count for g in devices)
+    if limits.devices is not None and count > limits.devices:
+        errors.append(FieldError(
+            _join(path, "devices"),
+            f"{count:,} devices in all groups, above the limit of {limits.devices:,} (OPTSCHED_MAX_DEVICES)",
+        ))
+    if limits.levels is not None:
+        for i, g in enumerate(devices):
+            if len(g.power_levels) > limits.levels:
+                errors.append(FieldError(
+                    _join(path, f"devices[{i}].power_levels"),
+                    f"{len(g.power_levels)} power levels, above the limit of {limits.levels} (OPTSCHED_MAX_LEVELS)",
+                ))
+    return errors
 
 
 def check_document(document: Any) -> None:
