@@ -20,7 +20,7 @@ Model, per replication r (independent seeds from numpy's SeedSequence(seed)):
 - Each replication also gives its drift: the mean response of the jobs arriving in the second half of the
   measured window minus that of the first half. A queue that has not settled (near saturation, its relaxation
   time longer than the run) keeps filling up, so its drift is positive beyond noise and its means are not
-  steady-state estimates (`simulate_run`; optsched.queueing.study reads it).
+  steady-state estimates (`SimulationRun.drift`; optsched.queueing.study reads it).
 
 ciw draws from Python's global `random` generator (and sets `ciw.rng`); both are saved and restored around a
 run, so a caller's random state is left as it was. Not thread-safe for that reason (the service uses processes).
@@ -124,25 +124,9 @@ def simulate(
     replications: int = 10,
     jobs_per_replication: int = 10_000,
     warmup_fraction: float = 0.2,
-) -> tuple[SimulatedClass, ...]:
-    """Per-class estimates of mean wait, mean response and utilisation, in input order (stable queues only)."""
-    return simulate_run(
-        classes, c, discipline, seed=seed, replications=replications, jobs_per_replication=jobs_per_replication,
-        warmup_fraction=warmup_fraction,
-    ).classes
-
-
-def simulate_run(
-    classes: Sequence[QueueClass],
-    c: int,
-    discipline: Discipline,
-    *,
-    seed: int = 0,
-    replications: int = 10,
-    jobs_per_replication: int = 10_000,
-    warmup_fraction: float = 0.2,
 ) -> SimulationRun:
-    """`simulate`'s estimates with the run's drift, which tells whether the queue settled within the run."""
+    """Per-class estimates of mean wait, mean response and utilisation, in input order (stable queues only), and
+    the run's drift, which tells whether the queue settled within the run."""
     if replications < 2:
         raise ValueError("replications must be at least 2 for a confidence interval")
     if not 0 <= warmup_fraction < 1:

@@ -48,7 +48,7 @@ from optsched.queueing.simulation import (
     SimulatedClass,
     SimulationRun,
     ciw_version,
-    simulate_run,
+    simulate,
 )
 from optsched.schema.errors import FieldError, InvalidStudy
 from optsched.schema.limits import (
@@ -167,7 +167,7 @@ def analyze(
     simulation = None
     power: float | None
     if method == Method.simulation and best.stable:
-        run = simulate_run(
+        run = simulate(
             best.queue, best.servers, s.discipline, seed=seed, replications=replications,
             jobs_per_replication=jobs_per_replication, warmup_fraction=warmup_fraction,
         )

@@ -69,12 +69,15 @@ MIN_SHARE = 0.1
 SUGGESTION_TIME_LIMIT_S = 20.0
 
 GroupCounts = dict[str, int]  # device group id -> devices
+WorkloadSource = Workload | Mapping[str, Any] | str | Path
+PlanSource = Plan | Mapping[str, Any] | str | Path
+ChangeSource = Change | Mapping[str, Any] | str | Path
 
 
 def replan(
-    workload: Workload | Mapping[str, Any] | str | Path,
-    plan: Plan | Mapping[str, Any] | str | Path,
-    change: Change | Mapping[str, Any] | str | Path,
+    workload: WorkloadSource,
+    plan: PlanSource,
+    change: ChangeSource,
     *,
     move_cost_hours: float | None = None,
     time_limit_s: float | None = None,
@@ -195,9 +198,9 @@ def running_allocations(workload: Workload, plan: Plan) -> dict[str, tuple[Alloc
 
 
 def check_change(
-    workload: Workload | Mapping[str, Any] | str | Path,
-    plan: Plan | Mapping[str, Any] | str | Path,
-    change: Change | Mapping[str, Any] | str | Path,
+    workload: WorkloadSource,
+    plan: PlanSource,
+    change: ChangeSource,
     *,
     limits: Limits | None = None,
     original: Workload | None = None,
@@ -212,9 +215,9 @@ def check_change(
 
 
 def _checked(
-    workload: Workload | Mapping[str, Any] | str | Path,
-    plan: Plan | Mapping[str, Any] | str | Path,
-    change: Change | Mapping[str, Any] | str | Path,
+    workload: WorkloadSource,
+    plan: PlanSource,
+    change: ChangeSource,
     limits: Limits | None,
     original: Workload | None,
 ) -> tuple[Workload, Plan, Change, dict[str, tuple[Allocation, ...]], Workload]:
