@@ -19,6 +19,7 @@ from optsched.adapters.slurm.site import Site
 from optsched.adapters.slurm.snapshot import read_nodes
 from optsched.explain.planning import plan as plan_workload
 from optsched.night import plan_night
+from optsched.night.planner import CANDIDATE_NAMES
 from optsched.replan import Change, replan
 from optsched.schema.night import NightPlan, NightQueue
 from optsched.schema.plan import Plan
@@ -28,6 +29,9 @@ from optsched.verify.placement import verify
 log = logging.getLogger(__name__)
 
 PLAN_TIME_LIMIT_S = 10.0
+# The night's candidates that keep each job on one group from start to end (the MILP candidates may spread a job
+# over several nodes, which a Slurm job cannot be given); apply_night still refuses any timeline Slurm cannot carry.
+NIGHT_CANDIDATES = tuple(c for c in CANDIDATE_NAMES if c.startswith("dispatch-"))
 
 
 def plan_for_slurm(workload: Workload, *, time_limit_s: float = PLAN_TIME_LIMIT_S) -> Plan:
@@ -57,7 +61,7 @@ def run_night(
     t1 = time.monotonic()
     queue = imported.workload
     assert isinstance(queue, NightQueue)
-    night = plan_night(queue, start=start, hours=hours, time_limit_s=time_limit_s)
+    night = plan_night(queue, start=start, hours=hours, time_limit_s=time_limit_s, candidates=NIGHT_CANDIDATES)
     t2 = time.monotonic()
     report = apply_night(queue, night, runner, dry_run=dry_run, seconds_per_hour=seconds_per_hour)
     t3 = time.monotonic()
