@@ -33,8 +33,10 @@ StateOption = Annotated[Path, typer.Option("--state", help="Folder for the appli
 
 def _fail(err: Exception) -> typer.Exit:
     if isinstance(err, SlurmInputError):
-        lines = [f"cannot use what Slurm reports ({len(err.problems)} problem(s)); nothing was changed:",
-                 *(f"  {p}" for p in err.problems)]
+        lines = [
+            f"cannot use what Slurm reports ({len(err.problems)} problem(s)); nothing was changed:",
+            *(f"  {p}" for p in err.problems),
+        ]
     elif isinstance(err, (InvalidWorkload, InvalidPlan)):
         lines = [str(err)]
     else:
@@ -94,8 +96,10 @@ def plan_command(
     except (SlurmError, InvalidWorkload, ValueError) as err:
         raise _fail(err) from None
     output.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    typer.echo(f"{result.status.value}: {sum(p.admitted for p in result.placements)} of {len(result.placements)} "
-               f"jobs placed -> {output}")
+    typer.echo(
+        f"{result.status.value}: {sum(p.admitted for p in result.placements)} of {len(result.placements)} "
+        f"jobs placed -> {output}"
+    )
     raise typer.Exit(EXIT_OK if result.feasible else EXIT_PARTIAL)
 
 
@@ -139,8 +143,10 @@ def night_command(
         stderr.print(f"left out: {s.reason}", markup=False)
     _print_report(run.report)
     seconds = ", ".join(f"{k} {v:.2f} s" for k, v in run.seconds.items())
-    typer.echo(f"night from {run.plan.start.isoformat(timespec='minutes')}: {len(run.plan.jobs)} jobs, "
-               f"{run.plan.status.value}; {seconds}; wrote {out}/")
+    typer.echo(
+        f"night from {run.plan.start.isoformat(timespec='minutes')}: {len(run.plan.jobs)} jobs, "
+        f"{run.plan.status.value}; {seconds}; wrote {out}/"
+    )
     raise typer.Exit(EXIT_OK if run.plan.ok else EXIT_PARTIAL)
 
 

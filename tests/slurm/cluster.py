@@ -97,9 +97,16 @@ class LocalSlurm:
         self._write_conf(ctld_port, node_ports, prolog)
 
         subprocess.run(
-            [_daemon("munged"), f"--key-file={key}", f"--socket={b}/munge/munge.socket", f"--pid-file={b}/run/munged.pid",
-             f"--log-file={b}/log/munged.log", f"--seed-file={b}/munge/munged.seed"],
-            check=True, capture_output=True,
+            [
+                _daemon("munged"),
+                f"--key-file={key}",
+                f"--socket={b}/munge/munge.socket",
+                f"--pid-file={b}/run/munged.pid",
+                f"--log-file={b}/log/munged.log",
+                f"--seed-file={b}/munge/munged.seed",
+            ],
+            check=True,
+            capture_output=True,
         )
         self.pids.append(self._read_pid(b / "run" / "munged.pid"))
         self._spawn([_daemon("slurmctld"), "-D", "-i", "-f", str(self.conf)], "slurmctld")
@@ -148,7 +155,9 @@ class LocalSlurm:
                 f"NodeName={node.name} NodeHostname=localhost NodeAddr=127.0.0.1 Port={port} CPUs=8 RealMemory=4000 "
                 f"Gres=gpu:{node.gpu_type}:{node.gpus} Features={node.gpu_type}"
             )
-        lines.append(f"PartitionName=gpu Nodes={','.join(n.name for n in self.nodes)} Default=YES MaxTime=INFINITE State=UP")
+        lines.append(
+            f"PartitionName=gpu Nodes={','.join(n.name for n in self.nodes)} Default=YES MaxTime=INFINITE State=UP"
+        )
         self.conf.write_text("\n".join(lines) + "\n")
         (b / "etc" / "plugstack.conf").write_text("")
         # The Prolog finds its log through this file beside slurm.conf (slurmd gives it no environment of ours).
@@ -161,8 +170,9 @@ class LocalSlurm:
 
     def _spawn(self, argv: list[str], name: str) -> None:
         log = open(self.base / "log" / f"{name}.out", "wb")  # noqa: SIM115 - the daemon keeps it
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env, start_new_session=True
+        )
         log.close()
         self.pids.append(proc.pid)
 
@@ -192,20 +202,32 @@ class LocalSlurm:
         raise RuntimeError(f"no pid file {path}")
 
     def scontrol(self, *args: str) -> str:
-        return subprocess.run(["scontrol", *args], capture_output=True, text=True, env=self.env, check=True,
-                              timeout=10).stdout
+        return subprocess.run(
+            ["scontrol", *args], capture_output=True, text=True, env=self.env, check=True, timeout=10
+        ).stdout
 
     def sbatch(self, *args: str, script: str) -> str:
         """Submit `script` with these options; the job id."""
-        done = subprocess.run(["sbatch", "--parsable", *args], input=script, capture_output=True, text=True,
-                              env=self.env, check=True, timeout=10)
+        done = subprocess.run(
+            ["sbatch", "--parsable", *args],
+            input=script,
+            capture_output=True,
+            text=True,
+            env=self.env,
+            check=True,
+            timeout=10,
+        )
         return done.stdout.strip().split(";")[0]
 
     def resume_all(self) -> None:
         """Every drained or down node back in service (resuming an idle one is an error Slurm reports: ignored)."""
         for node in self.nodes:
-            subprocess.run(["scontrol", "update", f"nodename={node.name}", "state=resume"], capture_output=True,
-                           env=self.env, timeout=10)
+            subprocess.run(
+                ["scontrol", "update", f"nodename={node.name}", "state=resume"],
+                capture_output=True,
+                env=self.env,
+                timeout=10,
+            )
 
     def cancel_all(self) -> None:
         """Cancel every job and wait until none runs."""

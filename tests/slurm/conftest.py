@@ -11,11 +11,16 @@ from tests.slurm.cluster import LocalSlurm, slurm_installed
 
 SITE = {
     "budget_w": 3000,
-    "domains": [{"id": "rack1", "nodes": ["n1", "n2"], "budget_w": 2200}, {"id": "rack2", "nodes": ["n3", "n4"], "budget_w": 600}],
+    "domains": [
+        {"id": "rack1", "nodes": ["n1", "n2"], "budget_w": 2200},
+        {"id": "rack2", "nodes": ["n3", "n4"], "budget_w": 600},
+    ],
     "priorities": {"urgent": "high"},
 }
 # The job script: where it ran and which GPUs it saw, for the test to compare with the plan.
-REPORT = '#!/bin/bash\necho "node=$SLURMD_NODENAME gpus=$SLURM_JOB_GPUS cuda=$CUDA_VISIBLE_DEVICES" > {out}/$SLURM_JOB_ID\n'
+REPORT = (
+    '#!/bin/bash\necho "node=$SLURMD_NODENAME gpus=$SLURM_JOB_GPUS cuda=$CUDA_VISIBLE_DEVICES" > {out}/$SLURM_JOB_ID\n'
+)
 
 
 @pytest.fixture(scope="session")

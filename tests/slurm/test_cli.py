@@ -17,8 +17,16 @@ def test_import_plan_dry_run_apply_and_bad_input(slurm, tmp_path, monkeypatch):
     monkeypatch.setenv("SLURM_CONF", str(slurm.conf))
     site = tmp_path / "site.json"
     site.write_text(json.dumps(SITE))
-    job = slurm.sbatch("--hold", "--gres=gpu:2", "-J", "t", "-o", "/dev/null",
-                       "--comment=optsched:work_hours=2,parallel_fraction=0.9", script=REPORT.format(out=slurm.out))
+    job = slurm.sbatch(
+        "--hold",
+        "--gres=gpu:2",
+        "-J",
+        "t",
+        "-o",
+        "/dev/null",
+        "--comment=optsched:work_hours=2,parallel_fraction=0.9",
+        script=REPORT.format(out=slurm.out),
+    )
     bare = slurm.sbatch("--hold", "--gres=gpu:1", "-J", "bare", "-o", "/dev/null", script=REPORT.format(out=slurm.out))
     cli = CliRunner()
     w, p = tmp_path / "w.json", tmp_path / "p.json"

@@ -30,14 +30,27 @@ from tests.slurm.conftest import REPORT
 
 pytestmark = pytest.mark.slow
 
-PROFILES = [("train-a", 6, 0.97, "4"), ("train-b", 3, 0.95, "4"), ("tune-c", 2, 0.9, "2"), ("etl-d", 1, 0.5, "2"),
-            ("eval-e", 1, 0.8, "1")]
+PROFILES = [
+    ("train-a", 6, 0.97, "4"),
+    ("train-b", 3, 0.95, "4"),
+    ("tune-c", 2, 0.9, "2"),
+    ("etl-d", 1, 0.5, "2"),
+    ("eval-e", 1, 0.8, "1"),
+]
 
 
 def submit(slurm, name: str, work: float, p: float, gpus: str, *extra: str) -> str:
-    return slurm.sbatch("--hold", f"--gres=gpu:{gpus}", "-J", name, "-o", "/dev/null",
-                        f"--comment=optsched:work_hours={work},parallel_fraction={p}", *extra,
-                        script=REPORT.format(out=slurm.out))
+    return slurm.sbatch(
+        "--hold",
+        f"--gres=gpu:{gpus}",
+        "-J",
+        name,
+        "-o",
+        "/dev/null",
+        f"--comment=optsched:work_hours={work},parallel_fraction={p}",
+        *extra,
+        script=REPORT.format(out=slurm.out),
+    )
 
 
 def wait_for(slurm, runner, jobs, states=("COMPLETED",), timeout_s: float = 60.0) -> dict[str, str]:
@@ -62,7 +75,9 @@ def prolog_caps(slurm) -> dict[str, str]:
 
 def test_held_jobs_are_imported_planned_applied_and_run_as_planned(slurm, runner, site):
     ids = [submit(slurm, *profile) for profile in PROFILES]
-    bare = slurm.sbatch("--hold", "--gres=gpu:1", "-J", "no-profile", "-o", "/dev/null", script=REPORT.format(out=slurm.out))
+    bare = slurm.sbatch(
+        "--hold", "--gres=gpu:1", "-J", "no-profile", "-o", "/dev/null", script=REPORT.format(out=slurm.out)
+    )
 
     t0 = time.monotonic()
     imported = import_cluster(site, runner)
@@ -95,10 +110,12 @@ def test_held_jobs_are_imported_planned_applied_and_run_as_planned(slurm, runner
     again = apply_plan(imported.workload, plan, runner)
     assert again.commands == ()
     assert set(again.by_outcome(Outcome.started)) == set(placed)
-    print(f"\nend to end: {len(imported.workload.jobs)} jobs imported ({len(imported.skipped)} left out), "
-          f"{len(placed)} planned and applied, {sum(1 for j in placed if (slurm.out / j).exists())} ran on the planned "
-          f"node type and count; import {t1 - t0:.2f} s, plan {t2 - t1:.2f} s ({plan.status.value}), "
-          f"apply {t3 - t2:.2f} s ({len(report.executed)} commands), all started and done {t4 - t3:.2f} s after apply")
+    print(
+        f"\nend to end: {len(imported.workload.jobs)} jobs imported ({len(imported.skipped)} left out), "
+        f"{len(placed)} planned and applied, {sum(1 for j in placed if (slurm.out / j).exists())} ran on the planned "
+        f"node type and count; import {t1 - t0:.2f} s, plan {t2 - t1:.2f} s ({plan.status.value}), "
+        f"apply {t3 - t2:.2f} s ({len(report.executed)} commands), all started and done {t4 - t3:.2f} s after apply"
+    )
 
 
 def test_a_night_plan_sets_begin_times_and_releases_in_the_planned_order(slurm, runner, site):
@@ -122,14 +139,17 @@ def test_a_night_plan_sets_begin_times_and_releases_in_the_planned_order(slurm, 
     states = wait_for(slurm, runner, ids, timeout_s=90)
     assert set(states.values()) == {"COMPLETED"}, states
     started = {j["job_id"]: j["start_time"] for j in json.loads(runner.run(["squeue", "--json"]))["jobs"]}
-    print(f"\nnight: {len(ids)} jobs, import {run.seconds['import']:.2f} s, plan {run.seconds['plan']:.2f} s, "
-          f"apply {run.seconds['apply']:.2f} s; planned start h (x 4 s) vs started s after the night's start: "
-          + ", ".join(f"{j}: {starts[j]:.2f}/{started[int(j)] - start.timestamp():.0f}" for j in ids))
+    print(
+        f"\nnight: {len(ids)} jobs, import {run.seconds['import']:.2f} s, plan {run.seconds['plan']:.2f} s, "
+        f"apply {run.seconds['apply']:.2f} s; planned start h (x 4 s) vs started s after the night's start: "
+        + ", ".join(f"{j}: {starts[j]:.2f}/{started[int(j)] - start.timestamp():.0f}" for j in ids)
+    )
 
 
 def test_draining_a_node_makes_watch_move_only_the_jobs_on_it(slurm, runner, site, tmp_path):
-    blockers = [slurm.sbatch("-w", n.name, "-c", "8", "-o", "/dev/null", script="#!/bin/bash\nsleep 600\n")
-                for n in slurm.nodes]
+    blockers = [
+        slurm.sbatch("-w", n.name, "-c", "8", "-o", "/dev/null", script="#!/bin/bash\nsleep 600\n") for n in slurm.nodes
+    ]
     wait_for(slurm, runner, blockers, states=("RUNNING",))
     ids = [submit(slurm, *profile) for profile in PROFILES]
     state = WatchState(tmp_path / "state")

@@ -90,8 +90,13 @@ def test_comment_profiles_caps_and_their_errors():
 
 
 def test_site_file_maps_types_domains_and_profiles():
-    site = Site.load({"types": {"MI300X": "H100-SXM"}, "domains": [{"id": "r1", "nodes": ["n1", "n2"], "budget_w": 900}],
-                      "profiles": [{"pattern": "train-*", "work_hours": 2, "parallel_fraction": 0.9}]})
+    site = Site.load(
+        {
+            "types": {"MI300X": "H100-SXM"},
+            "domains": [{"id": "r1", "nodes": ["n1", "n2"], "budget_w": 900}],
+            "profiles": [{"pattern": "train-*", "work_hours": 2, "parallel_fraction": 0.9}],
+        }
+    )
     assert (site.model_of("h100"), site.model_of("mi300x"), site.model_of("x")) == ("H100-SXM", "H100-SXM", None)
     assert site.domain_of("n2") == "r1" and site.domain_of("n9") is None
     matched = site.profile_for("train-7")

@@ -128,7 +128,9 @@ def night_targets(night: NightPlan, seconds_per_hour: float) -> tuple[list[Targe
         if any({(a.device, a.devices) for a in s.allocations} != held for s in t.segments[1:]):
             problems.append(f"job {t.job}: the night plan moves or resizes it while it runs, which Slurm cannot do")
             continue
-        begin = datetime.fromtimestamp(night.start.timestamp() + first.from_hours * seconds_per_hour, tz=night.start.tzinfo)
+        begin = datetime.fromtimestamp(
+            night.start.timestamp() + first.from_hours * seconds_per_hour, tz=night.start.tzinfo
+        )
         target = _target(t.job, [(a.device, a.count, a.cap_w) for a in first.allocations], begin)
         if isinstance(target, str):
             problems.append(target)
@@ -171,7 +173,9 @@ def _carry_out(
         raise SlurmInputError(problems)
     actions = [_place(t, snapshot) for t in targets]
     placed = {t.job for t in targets}
-    actions += [_leave_out(job, left_out.get(job, "the plan does not name it"), snapshot) for job in jobs if job not in placed]
+    actions += [
+        _leave_out(job, left_out.get(job, "the plan does not name it"), snapshot) for job in jobs if job not in placed
+    ]
     report = ApplyReport(tuple(actions), dry_run)
     if dry_run:
         return report
@@ -190,8 +194,11 @@ def _place(t: Target, snapshot: Snapshot) -> JobAction:
     if job is None:
         return JobAction(t.job, Outcome.vanished, f"Slurm no longer knows it; planned {where}")
     if not job.pending:
-        return JobAction(t.job, Outcome.started, f"{job.state} on {job.nodes or '-'} before the plan reached it; planned {where}")
-    types = sorted({snapshot.node(n).gpu_type or "" for n in t.nodes if snapshot.node(n) is not None})
+        return JobAction(
+            t.job, Outcome.started, f"{job.state} on {job.nodes or '-'} before the plan reached it; planned {where}"
+        )
+    nodes = [snapshot.node(n) for n in t.nodes]
+    types = sorted({n.gpu_type or "" for n in nodes if n is not None})
     features = "|".join(types)
     comment = with_caps(job.comment, {n: t.caps[n] for n in t.nodes})
     wanted = {

@@ -20,7 +20,7 @@ from optsched.adapters.slurm.snapshot import read_nodes
 from optsched.explain.planning import plan as plan_workload
 from optsched.night import plan_night
 from optsched.night.planner import CANDIDATE_NAMES
-from optsched.replan import Change, replan
+from optsched.replan import Change, DeviceCount, replan
 from optsched.schema.night import NightPlan, NightQueue
 from optsched.schema.plan import Plan
 from optsched.schema.workload import Workload
@@ -52,8 +52,14 @@ class NightRun:
 
 
 def run_night(
-    site: Site, runner: SlurmRunner, *, start: datetime, hours: float, dry_run: bool = False,
-    seconds_per_hour: float = 3600.0, time_limit_s: float | None = None,
+    site: Site,
+    runner: SlurmRunner,
+    *,
+    start: datetime,
+    hours: float,
+    dry_run: bool = False,
+    seconds_per_hour: float = 3600.0,
+    time_limit_s: float | None = None,
 ) -> NightRun:
     """Import the held jobs as the night's queue, plan the night, apply it (begin times, releases in order)."""
     t0 = time.monotonic()
@@ -83,8 +89,10 @@ class WatchState:
 
     def save(self, workload: Workload, plan: Plan) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        for name, text in (("workload.json", workload.model_dump_json(indent=2, exclude_defaults=True)),
-                           ("plan.json", plan.model_dump_json(indent=2))):
+        for name, text in (
+            ("workload.json", workload.model_dump_json(indent=2, exclude_defaults=True)),
+            ("plan.json", plan.model_dump_json(indent=2)),
+        ):
             tmp = self.folder / f".{name}.tmp"
             tmp.write_text(text + "\n", encoding="utf-8")
             tmp.replace(self.folder / name)
@@ -108,7 +116,9 @@ class WatchDecision:
     record: dict[str, Any]
 
 
-def watch_once(site: Site, runner: SlurmRunner, state: WatchState, *, time_limit_s: float = PLAN_TIME_LIMIT_S) -> WatchDecision:
+def watch_once(
+    site: Site, runner: SlurmRunner, state: WatchState, *, time_limit_s: float = PLAN_TIME_LIMIT_S
+) -> WatchDecision:
     """One poll: with no plan applied yet, import, plan and apply one; else, when nodes of the applied plan are
     now DOWN, DRAIN or otherwise unavailable, re-plan with the fewest moves (optsched.replan), apply, record."""
     previous = state.load()
@@ -127,7 +137,9 @@ def watch_once(site: Site, runner: SlurmRunner, state: WatchState, *, time_limit
         return WatchDecision("none", (), (), None, _record("none", (), (), None, []))
     why = [nodes[n].problem if n in nodes else f"node {n} left the cluster" for n in failed]
     log.warning("re-planning: %s", "; ".join(str(w) for w in why))
-    change = Change(device_failures=tuple({"device": g.id, "count": g.count} for g in workload.devices if g.id in failed))
+    change = Change(
+        device_failures=tuple(DeviceCount(device=g.id, count=g.count) for g in workload.devices if g.id in failed)
+    )
     result = replan(workload, plan, change, time_limit_s=time_limit_s, extra_functionality=one_node_per_job)
     problems = verify(result.workload, result.plan)
     if problems:
@@ -136,8 +148,9 @@ def watch_once(site: Site, runner: SlurmRunner, state: WatchState, *, time_limit
     report = apply_plan(result.workload, result.plan, runner)
     state.save(result.workload, result.plan)
     record = _record("replan", failed, moved, report, [str(w) for w in why])
-    record["changes"] = [{"job": c.job, "kind": c.kind.value, "reason": c.reason.value, "detail": c.detail}
-                         for c in result.changes]
+    record["changes"] = [
+        {"job": c.job, "kind": c.kind.value, "reason": c.reason.value, "detail": c.detail} for c in result.changes
+    ]
     state.record(record)
     for c in result.changes:
         if c.kind.value != "kept":
@@ -153,5 +166,6 @@ def _record(kind: str, failed, moved, report: ApplyReport | None, why: list[str]
         "moved": list(moved),
         "why": why,
         "actions": [{"job": a.job, "outcome": a.outcome.value, "detail": a.detail} for a in report.actions]
-        if report is not None else [],
+        if report is not None
+        else [],
     }

@@ -54,7 +54,7 @@ def build_import(
 ) -> ImportResult:
     unknown = [
         f"node {n.name}: GRES type {n.gpu_type!r} is neither a default ({', '.join(sorted(DEFAULT_TYPES))}) nor in the "
-        "site file's \"types\"; add it there"
+        'site file\'s "types"; add it there'
         for n in snapshot.nodes
         if n.gpu_type is not None and site.model_of(n.gpu_type) is None
     ]
@@ -86,7 +86,9 @@ def build_import(
             break
         for j in orphans:
             missing = sorted(set(j["after"]) - kept)
-            skipped.append(Skipped(j["id"], f"job {j['id']}: depends on job(s) {', '.join(missing)}, which optsched does not plan"))
+            skipped.append(
+                Skipped(j["id"], f"job {j['id']}: depends on job(s) {', '.join(missing)}, which optsched does not plan")
+            )
         jobs = [j for j in jobs if j not in orphans]
 
     power: dict[str, Any] = {"budget_w": site.budget_w}
@@ -117,21 +119,23 @@ def _job(site: Site, job: SlurmJob, *, night: bool, begin: float) -> dict[str, A
     if not job.gpus:
         raise ValueError("asks for no GPU (submit with --gres=gpu:N)")
     if job.gpu_type is not None and site.model_of(job.gpu_type) is None:
-        raise ValueError(f"asks for GRES type {job.gpu_type!r}, which no default and no site \"types\" entry maps")
+        raise ValueError(f'asks for GRES type {job.gpu_type!r}, which no default and no site "types" entry maps')
     if job.other_dependency:
         raise ValueError(f"dependency {job.other_dependency!r} is not afterok; optsched plans afterok only")
     profile = _profile(site, job)
     if profile is None:
         raise ValueError(
-            "has no profile: submit with --comment \"optsched:work_hours=H,parallel_fraction=P\" or add a site "
-            "\"profiles\" entry matching its name"
+            'has no profile: submit with --comment "optsched:work_hours=H,parallel_fraction=P" or add a site '
+            '"profiles" entry matching its name'
         )
     max_devices = min(job.gpus, profile.max_devices or job.gpus)
     out: dict[str, Any] = {
         "id": job.id,
         "work_hours": profile.work_hours,
         "parallel_fraction": profile.parallel_fraction,
-        "priority": (profile.priority or site.priorities.get(job.qos) or site.priorities.get(job.partition) or "normal"),
+        "priority": (
+            profile.priority or site.priorities.get(job.qos) or site.priorities.get(job.partition) or "normal"
+        ),
         "max_devices": max_devices,
         "min_devices": min(profile.min_devices or 1, max_devices),
     }

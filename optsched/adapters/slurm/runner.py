@@ -27,7 +27,9 @@ class SlurmInputError(OptschedError, ValueError):
     def __init__(self, problems: Sequence[str]):
         self.problems = tuple(problems)
         lines = "\n".join(f"  {p}" for p in self.problems)
-        super().__init__(f"cannot use what Slurm reports ({len(self.problems)} problem(s)); nothing was changed:\n{lines}")
+        super().__init__(
+            f"cannot use what Slurm reports ({len(self.problems)} problem(s)); nothing was changed:\n{lines}"
+        )
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,9 @@ class SlurmRunner:
         try:
             document = json.loads(text)
         except ValueError as err:
-            raise SlurmInputError([f"{shlex.join(argv)} printed no JSON ({err}); Slurm 22.05 or later is needed"]) from err
+            raise SlurmInputError(
+                [f"{shlex.join(argv)} printed no JSON ({err}); Slurm 22.05 or later is needed"]
+            ) from err
         if not isinstance(document, dict):
             raise SlurmInputError([f"{shlex.join(argv)} printed JSON that is not an object"])
         return document

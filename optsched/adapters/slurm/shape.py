@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from optsched.model.builder import ModelBuilder
+from collections.abc import Hashable
+
+from optsched.model.builder import ModelBuilder, Row
 from optsched.model.data import ModelData
 
 FAMILY = "slurm_one_node"
@@ -11,7 +13,8 @@ FAMILY = "slurm_one_node"
 
 def one_node_per_job(b: ModelBuilder, data: ModelData) -> None:
     """sum_l n[j,g,l] <= min(U_j, c_g) y[j,g] and sum_g y[j,g] <= 1, y binary: each job's devices on one group."""
-    keys, rows = [], []
+    keys: list[Hashable] = []
+    rows: list[Row] = []
     for j, options in enumerate(data.options_of_job):
         groups: dict[int, list] = {}
         for o in options:

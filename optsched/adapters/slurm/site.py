@@ -92,4 +92,6 @@ class Site(Frozen):
         try:
             return cls.model_validate(source)
         except ValidationError as err:
-            raise InvalidWorkload([FieldError(f"site: {e.path}" if e.path else "site", e.message) for e in field_errors(err)]) from None
+            raise InvalidWorkload(
+                [FieldError(f"site: {e.path}" if e.path else "site", e.message) for e in field_errors(err)]
+            ) from None

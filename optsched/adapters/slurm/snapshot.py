@@ -17,12 +17,49 @@ SQUEUE = ("squeue", "--json")
 # Base states in which a node takes jobs; every other one (down, drained, inval, future, unknown...) makes it
 # unavailable, as does any of the flags below.
 WORKING_STATES = frozenset({"idle", "mixed", "allocated", "completing"})
-BAD_FLAGS = frozenset({"DRAIN", "DRAINING", "DRAINED", "DOWN", "FAIL", "FAILING", "MAINTENANCE", "MAINT",
-                       "NOT_RESPONDING", "POWERED_DOWN", "POWER_DOWN", "POWERING_DOWN", "REBOOT_REQUESTED",
-                       "REBOOT_ISSUED", "INVALID", "INVALID_REG", "UNKNOWN", "FUTURE"})
-KNOWN_STATES = WORKING_STATES | frozenset({"down", "drained", "draining", "inval", "future", "unknown", "error",
-                                           "fail", "failing", "maint", "planned", "reboot_issued", "reboot_requested",
-                                           "power_down", "powered_down", "powering_down", "powering_up"})
+BAD_FLAGS = frozenset(
+    {
+        "DRAIN",
+        "DRAINING",
+        "DRAINED",
+        "DOWN",
+        "FAIL",
+        "FAILING",
+        "MAINTENANCE",
+        "MAINT",
+        "NOT_RESPONDING",
+        "POWERED_DOWN",
+        "POWER_DOWN",
+        "POWERING_DOWN",
+        "REBOOT_REQUESTED",
+        "REBOOT_ISSUED",
+        "INVALID",
+        "INVALID_REG",
+        "UNKNOWN",
+        "FUTURE",
+    }
+)
+KNOWN_STATES = WORKING_STATES | frozenset(
+    {
+        "down",
+        "drained",
+        "draining",
+        "inval",
+        "future",
+        "unknown",
+        "error",
+        "fail",
+        "failing",
+        "maint",
+        "planned",
+        "reboot_issued",
+        "reboot_requested",
+        "power_down",
+        "powered_down",
+        "powering_down",
+        "powering_up",
+    }
+)
 HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
 _GRES = re.compile(r"^gpu(?::(?P<type>[^:(]+))?:(?P<count>\d+)")
 _AFTEROK = re.compile(r"afterok:([\d:_]+)")
@@ -129,17 +166,22 @@ def read_nodes(runner: SlurmRunner) -> tuple[Node, ...]:
 
 
 def _version(document: Mapping[str, Any]) -> str:
-    meta = document.get("meta") if isinstance(document.get("meta"), dict) else {}
-    slurm = meta.get("Slurm") or meta.get("slurm") or {}
+    """ "Slurm 22.05.8 (openapi/v0.0.38)", from the output's meta, as far as it says."""
+    meta = document.get("meta")
+    meta = meta if isinstance(meta, dict) else {}
+    slurm = meta.get("Slurm") or meta.get("slurm")
     release = slurm.get("release") if isinstance(slurm, dict) else None
-    plugin = meta.get("plugin", {}).get("type") if isinstance(meta.get("plugin"), dict) else None
-    return f"Slurm {release or 'of unknown version'} ({plugin or 'no plugin named'})"
+    plugin = meta.get("plugin")
+    kind = plugin.get("type") if isinstance(plugin, dict) else None
+    return f"Slurm {release or 'of unknown version'} ({kind or 'no plugin named'})"
 
 
 def _rows(document: Mapping[str, Any], key: str, model: type[_Read], label: str, command: str) -> list[Any]:
     items = document.get(key)
     if not isinstance(items, list):
-        raise SlurmInputError([f"{command}: output of {_version(document)} has no '{key}' list; optsched reads Slurm 22.05's"])
+        raise SlurmInputError(
+            [f"{command}: output of {_version(document)} has no '{key}' list; optsched reads Slurm 22.05's"]
+        )
     rows, problems = [], []
     for i, item in enumerate(items):
         try:
@@ -184,8 +226,16 @@ def _node(row: _Node) -> Node:
         problem = f"node {row.name} has GPUs of several types ({row.gres}); optsched plans one type per node"
     elif not parsed:
         problem = f"node {row.name} has no GPU in its GRES ({row.gres or 'none'})"
-    return Node(name=row.name, gpu_type=gpu_type, gpus=gpus, gpus_used=used, state=state, flags=flags,
-                reason=row.reason, problem=problem)
+    return Node(
+        name=row.name,
+        gpu_type=gpu_type,
+        gpus=gpus,
+        gpus_used=used,
+        state=state,
+        flags=flags,
+        reason=row.reason,
+        problem=problem,
+    )
 
 
 def parse_jobs(document: Mapping[str, Any]) -> tuple[SlurmJob, ...]:
@@ -199,8 +249,20 @@ def _job(row: _Job) -> SlurmJob:
     after = tuple(i for ids in _AFTEROK.findall(dependency) for i in ids.split(":") if i)
     other = _AFTEROK.sub("", dependency).strip(",?& ")
     return SlurmJob(
-        id=str(row.job_id), name=row.name, state=row.job_state, reason=row.state_reason, comment=row.comment,
-        gpus=int(match.group("count")) if match else None, gpu_type=match.group("type") if match else None,
-        features=row.features, required_nodes=row.required_nodes, after=after, other_dependency=other,
-        eligible_time=row.eligible_time, deadline=row.deadline, qos=row.qos, partition=row.partition, nodes=row.nodes,
+        id=str(row.job_id),
+        name=row.name,
+        state=row.job_state,
+        reason=row.state_reason,
+        comment=row.comment,
+        gpus=int(match.group("count")) if match else None,
+        gpu_type=match.group("type") if match else None,
+        features=row.features,
+        required_nodes=row.required_nodes,
+        after=after,
+        other_dependency=other,
+        eligible_time=row.eligible_time,
+        deadline=row.deadline,
+        qos=row.qos,
+        partition=row.partition,
+        nodes=row.nodes,
     )
