@@ -106,32 +106,35 @@ def apply_night(
 
 
 def plan_targets(plan: Plan) -> tuple[list[Target], list[str]]:
-    targets, problems = [], []
-    for p in plan.placements:
-        if not p.admitted:
-            continue
-        target = _target(p.job, [(a.device, a.count, a.cap_w) for a in p.allocations], None)
-        if isinstance(target, str):
-            problems.append(target)
-        else:
-            targets.append(target)
-    return targets, problems
+    return _targets(
+        [(p.job, [(a.device, a.count, a.cap_w) for a in p.allocations], None) for p in plan.placements if p.admitted]
+    )
 
 
 def night_targets(night: NightPlan, seconds_per_hour: float) -> tuple[list[Target], list[str]]:
-    targets, problems = [], []
+    items, moving = [], []
     for t in sorted(night.jobs, key=lambda t: (t.start_hours is None, t.start_hours or 0.0)):
         if not t.segments:
             continue
         first = t.segments[0]
         held = {(a.device, a.devices) for a in first.allocations}
         if any({(a.device, a.devices) for a in s.allocations} != held for s in t.segments[1:]):
-            problems.append(f"job {t.job}: the night plan moves or resizes it while it runs, which Slurm cannot do")
+            moving.append(f"job {t.job}: the night plan moves or resizes it while it runs, which Slurm cannot do")
             continue
-        begin = datetime.fromtimestamp(
-            night.start.timestamp() + first.from_hours * seconds_per_hour, tz=night.start.tzinfo
-        )
-        target = _target(t.job, [(a.device, a.count, a.cap_w) for a in first.allocations], begin)
+        at = night.start.timestamp() + first.from_hours * seconds_per_hour
+        begin = datetime.fromtimestamp(at, tz=night.start.tzinfo)
+        items.append((t.job, [(a.device, a.count, a.cap_w) for a in first.allocations], begin))
+    targets, problems = _targets(items)
+    return targets, moving + problems
+
+
+def _targets(
+    items: Iterable[tuple[str, list[tuple[str, int, float]], datetime | None]],
+) -> tuple[list[Target], list[str]]:
+    """Each job's target, and why Slurm cannot run the others as planned."""
+    targets, problems = [], []
+    for job, allocations, begin in items:
+        target = _target(job, allocations, begin)
         if isinstance(target, str):
             problems.append(target)
         else:
