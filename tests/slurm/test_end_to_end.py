@@ -5,6 +5,7 @@ draining a node makes watch move only the jobs it must; bad input changes nothin
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import time
@@ -39,7 +40,10 @@ PROFILES = [
 ]
 
 
-def submit(slurm, name: str, work: float, p: float, gpus: str, *extra: str) -> str:
+SLEEP = "#!/bin/bash\nsleep 600\n"
+
+
+def submit(slurm, name: str, work: float, p: float, gpus: str, *extra: str, script: str | None = None) -> str:
     return slurm.sbatch(
         "--hold",
         f"--gres=gpu:{gpus}",
@@ -49,7 +53,7 @@ def submit(slurm, name: str, work: float, p: float, gpus: str, *extra: str) -> s
         "/dev/null",
         f"--comment=optsched:work_hours={work},parallel_fraction={p}",
         *extra,
-        script=REPORT.format(out=slurm.out),
+        script=(script or REPORT).format(out=slurm.out),
     )
 
 
@@ -60,6 +64,15 @@ def wait_for(slurm, runner, jobs, states=("COMPLETED",), timeout_s: float = 60.0
         if all(seen.get(j) in states for j in jobs) or time.monotonic() > end:
             return seen
         time.sleep(0.3)
+
+
+def ran(slurm, job: str, timeout_s: float = 20.0) -> dict[str, str]:
+    """What the job script reported (node, gpus, cuda), once it has written it."""
+    report = slurm.out / job
+    end = time.monotonic() + timeout_s
+    while not (report.exists() and report.read_text().endswith("\n")) and time.monotonic() < end:
+        time.sleep(0.1)
+    return dict(kv.split("=", 1) for kv in report.read_text().split())
 
 
 def where(p: Placement) -> tuple[str, int, int]:
@@ -100,9 +113,9 @@ def test_held_jobs_are_imported_planned_applied_and_run_as_planned(slurm, runner
 
     caps = prolog_caps(slurm)
     for job, (node, count, cap) in placed.items():
-        ran = dict(kv.split("=", 1) for kv in (slurm.out / job).read_text().split())
-        assert ran["node"] == node, (job, ran)
-        assert len(ran["cuda"].split(",")) == count == len(ran["gpus"].split(","))
+        seen = ran(slurm, job)
+        assert seen["node"] == node, (job, seen)
+        assert len(seen["cuda"].split(",")) == count == len(seen["gpus"].split(","))
         assert caps[job] == str(cap)
     held = {j.id: j for j in read_snapshot(runner).jobs}
     assert held[bare].held
@@ -138,48 +151,70 @@ def test_a_night_plan_sets_begin_times_and_releases_in_the_planned_order(slurm, 
                 assert begins[a] <= begins[b]
     states = wait_for(slurm, runner, ids, timeout_s=90)
     assert set(states.values()) == {"COMPLETED"}, states
-    started = {j["job_id"]: j["start_time"] for j in json.loads(runner.run(["squeue", "--json"]))["jobs"]}
+    started = {str(j["job_id"]): j["start_time"] for j in json.loads(runner.run(["squeue", "--json"]))["jobs"]}
+    planned = {j: math.ceil(start.timestamp() + starts[j] * 4) for j in ids}  # the begin times apply set
+    for a in ids:
+        assert started[a] >= planned[a] - 1, (a, started[a], planned[a])  # (Slurm keeps whole seconds)
+        for b in ids:
+            if planned[a] < planned[b]:
+                assert started[a] <= started[b], (a, b, started)
     print(
         f"\nnight: {len(ids)} jobs, import {run.seconds['import']:.2f} s, plan {run.seconds['plan']:.2f} s, "
         f"apply {run.seconds['apply']:.2f} s; planned start h (x 4 s) vs started s after the night's start: "
-        + ", ".join(f"{j}: {starts[j]:.2f}/{started[int(j)] - start.timestamp():.0f}" for j in ids)
+        + ", ".join(f"{j}: {starts[j]:.2f}/{started[j] - start.timestamp():.0f}" for j in ids)
     )
 
 
 def test_draining_a_node_makes_watch_move_only_the_jobs_on_it(slurm, runner, site, tmp_path):
+    # Every node but the last is busy (all its CPUs, no GPU), so the jobs planned there stay pending; the jobs
+    # planned on the last one run (and keep running) there.
+    free = slurm.nodes[-1].name
     blockers = [
-        slurm.sbatch("-w", n.name, "-c", "8", "-o", "/dev/null", script="#!/bin/bash\nsleep 600\n") for n in slurm.nodes
+        slurm.sbatch("-w", n.name, "-c", "8", "-o", "/dev/null", script=SLEEP) for n in slurm.nodes if n.name != free
     ]
     wait_for(slurm, runner, blockers, states=("RUNNING",))
-    ids = [submit(slurm, *profile) for profile in PROFILES]
+    ids = [submit(slurm, *profile, script=REPORT + "sleep 600\n") for profile in PROFILES]
     state = WatchState(tmp_path / "state")
     initial = watch_once(site, runner, state, time_limit_s=5)
     assert initial.kind == "initial"
     _, before = state.load()
     on = {p.job: where(p)[0] for p in before.placements if p.admitted}
+    assert set(on) == set(ids)
+    running = sorted(j for j, n in on.items() if n == free)
+    assert running and set(wait_for(slurm, runner, running, states=("RUNNING",)).values()) == {"RUNNING"}
     assert watch_once(site, runner, state, time_limit_s=5).kind == "none"
 
-    drained = on[ids[0]]
+    busy = [n for n in on.values() if n != free]
+    drained = max(sorted(set(busy)), key=busy.count)
+    must = {j for j, n in on.items() if n == drained}
+    waiting = [j for j, n in on.items() if n not in (free, drained)]
+    gone = waiting[0] if waiting else running.pop(0) if len(running) > 1 else None
+    if gone is not None:
+        subprocess.run(["scancel", gone], env=slurm.env, check=True, timeout=10)
+        wait_for(slurm, runner, [gone], states=("CANCELLED",))
     slurm.scontrol("update", f"nodename={drained}", "state=drain", "reason=test")
     decision = watch_once(site, runner, state, time_limit_s=5)
     assert decision.kind == "replan" and decision.failed_nodes == (drained,)
-    must = {j for j, n in on.items() if n == drained}
     assert set(decision.moved) == must
+    changes = {c["job"]: c for c in decision.record["changes"]}
+    assert all(changes[j]["reason"] == "pinned" and changes[j]["kind"] == "kept" for j in running)
+    if gone is not None:
+        assert changes[gone]["reason"] == "removed" and gone not in decision.moved
     workload, after = state.load()
     assert verify(workload, after) == []
     now_on = {p.job: where(p)[0] for p in after.placements if p.admitted}
-    assert all(now_on.get(j) == n for j, n in on.items() if j not in must)
-    assert drained not in now_on.values()
+    assert all(now_on.get(j) == n for j, n in on.items() if j not in must and j != gone)
+    assert drained not in now_on.values() and gone not in now_on
     jobs = {j.id: j for j in read_snapshot(runner).jobs}
     for j, n in now_on.items():
-        assert jobs[j].required_nodes == n and jobs[j].pending and not jobs[j].held
+        assert jobs[j].required_nodes == n and not jobs[j].held
     assert state.decisions()[-1]["moved"] == list(decision.moved)
 
     subprocess.run(["scancel", *blockers], env=slurm.env, check=True, timeout=10)
-    states = wait_for(slurm, runner, list(now_on))
-    assert set(states.values()) == {"COMPLETED"}, states
-    for j, n in now_on.items():
-        assert dict(kv.split("=", 1) for kv in (slurm.out / j).read_text().split())["node"] == n
+    moved_on = {j: now_on[j] for j in must if j in now_on}
+    wait_for(slurm, runner, list(moved_on), states=("RUNNING", "COMPLETED"))
+    for j, n in moved_on.items():
+        assert ran(slurm, j)["node"] == n
 
 
 def test_nothing_is_applied_when_a_placement_names_an_unavailable_node(slurm, runner, site):

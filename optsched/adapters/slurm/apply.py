@@ -11,6 +11,7 @@ change is held while it changes; a job the plan leaves out is held (or stays hel
 from __future__ import annotations
 
 import logging
+import math
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
@@ -121,7 +122,8 @@ def night_targets(night: NightPlan, seconds_per_hour: float) -> tuple[list[Targe
         if any({(a.device, a.devices) for a in s.allocations} != held for s in t.segments[1:]):
             moving.append(f"job {t.job}: the night plan moves or resizes it while it runs, which Slurm cannot do")
             continue
-        at = night.start.timestamp() + first.from_hours * seconds_per_hour
+        # Slurm keeps whole seconds: rounded up, a job never begins before its planned start.
+        at = math.ceil(night.start.timestamp() + first.from_hours * seconds_per_hour)
         begin = datetime.fromtimestamp(at, tz=night.start.tzinfo)
         items.append((t.job, [(a.device, a.count, a.cap_w) for a in first.allocations], begin))
     targets, problems = _targets(items)

@@ -16,11 +16,12 @@ from optsched.adapters.slurm.reader import ImportResult, import_cluster
 from optsched.adapters.slurm.runner import SlurmInputError, SlurmRunner
 from optsched.adapters.slurm.shape import one_node_per_job
 from optsched.adapters.slurm.site import Site
-from optsched.adapters.slurm.snapshot import read_nodes
+from optsched.adapters.slurm.snapshot import read_snapshot
 from optsched.explain.planning import plan as plan_workload
 from optsched.night import plan_night
 from optsched.night.planner import CANDIDATE_NAMES
-from optsched.replan import Change, DeviceCount, replan
+from optsched.replan import Change, ChangeKind, DeviceCount, Reason, replan
+from optsched.replan.schema import MOVES
 from optsched.schema.night import NightPlan, NightQueue
 from optsched.schema.plan import Plan
 from optsched.schema.workload import Workload
@@ -131,20 +132,33 @@ def watch_once(
         state.record(record)
         return WatchDecision("initial", (), (), report, record)
     workload, plan = previous
-    nodes = {n.name: n for n in read_nodes(runner)}
+    snapshot = read_snapshot(runner)
+    nodes = {n.name: n for n in snapshot.nodes}
     failed = tuple(g.id for g in workload.devices if g.id not in nodes or not nodes[g.id].available)
     if not failed:
         return WatchDecision("none", (), (), None, _record("none", (), (), None, []))
     why = [nodes[n].problem if n in nodes else f"node {n} left the cluster" for n in failed]
     log.warning("re-planning: %s", "; ".join(str(w) for w in why))
+    # Slurm does not move a running job: one on a healthy node keeps its GPUs (pinned); one on a failed node, or
+    # one that finished or vanished, leaves the plan (its GPUs there are gone, or free again).
+    placed = {p.job: {a.device for a in p.allocations} for p in plan.placements if p.admitted}
+    remove, pin = [], []
+    for job in workload.jobs:
+        now = snapshot.job(job.id)
+        if now is None or now.state not in ("PENDING", "RUNNING", "CONFIGURING"):
+            remove.append(job.id)
+        elif not now.pending and job.id in placed:
+            (remove if placed[job.id] & set(failed) else pin).append(job.id)
     change = Change(
-        device_failures=tuple(DeviceCount(device=g.id, count=g.count) for g in workload.devices if g.id in failed)
+        device_failures=tuple(DeviceCount(device=g.id, count=g.count) for g in workload.devices if g.id in failed),
+        remove_jobs=tuple(remove),
+        pin=tuple(pin),
     )
     result = replan(workload, plan, change, time_limit_s=time_limit_s, extra_functionality=one_node_per_job)
     problems = verify(result.workload, result.plan)
     if problems:
         raise SlurmInputError([f"re-plan: {p}" for p in problems])
-    moved = tuple(c.job for c in result.changes if c.kind.value in ("moved", "resized", "stopped"))
+    moved = tuple(c.job for c in result.changes if c.kind in MOVES and c.reason is not Reason.removed)
     report = apply_plan(result.workload, result.plan, runner)
     state.save(result.workload, result.plan)
     record = _record("replan", failed, moved, report, [str(w) for w in why])
@@ -153,7 +167,7 @@ def watch_once(
     ]
     state.record(record)
     for c in result.changes:
-        if c.kind.value != "kept":
+        if c.kind is not ChangeKind.kept:
             log.info("job %s: %s (%s)", c.job, c.kind.value, c.detail)
     return WatchDecision("replan", failed, moved, report, record)
 

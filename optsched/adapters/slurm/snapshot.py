@@ -161,10 +161,6 @@ def read_snapshot(runner: SlurmRunner) -> Snapshot:
     return Snapshot(nodes=parse_nodes(runner.json(SINFO)), jobs=parse_jobs(runner.json(SQUEUE)))
 
 
-def read_nodes(runner: SlurmRunner) -> tuple[Node, ...]:
-    return parse_nodes(runner.json(SINFO))
-
-
 def _version(document: Mapping[str, Any]) -> str:
     """ "Slurm 22.05.8 (openapi/v0.0.38)", from the output's meta, as far as it says."""
     meta = document.get("meta")
