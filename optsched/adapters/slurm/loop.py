@@ -142,7 +142,8 @@ def watch_once(
     # Slurm does not move a running job: one on a healthy node keeps its GPUs (pinned); one on a failed node, or
     # one that finished or vanished, leaves the plan (its GPUs there are gone, or free again).
     placed = {p.job: {a.device for a in p.allocations} for p in plan.placements if p.admitted}
-    remove, pin = [], []
+    remove: list[str] = []
+    pin: list[str] = []
     for job in workload.jobs:
         now = snapshot.job(job.id)
         if now is None or now.state not in ("PENDING", "RUNNING", "CONFIGURING"):
