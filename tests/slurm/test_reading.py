@@ -108,3 +108,14 @@ def test_site_file_maps_types_domains_and_profiles():
 def test_node_lists_expand_as_slurm_prints_them():
     assert _hostnames("n[1-2,4],gpu07") == {"n1", "n2", "n4", "gpu07"}
     assert _hostnames("") == set()
+
+
+def test_an_untyped_gres_takes_the_type_of_a_mapped_feature_or_names_the_node():
+    doc = recorded("sinfo-drain-down.json")
+    doc["nodes"][0]["gres"] = "gpu:4"  # n1: untyped, feature h100
+    snapshot = Snapshot(parse_nodes(doc), parse_jobs(queue()))
+    result = build_import(Site(), snapshot, night_start=None, name="t", now=NOW)
+    assert [(d.id, d.model) for d in result.workload.devices] == [("n1", "H100-SXM"), ("n4", "L4")]
+    doc["nodes"][0]["features"] = doc["nodes"][0]["active_features"] = "fast"
+    with pytest.raises(SlurmInputError, match=r"node n1: its GRES names no GPU type and none of its features \(fast\)"):
+        build_import(Site(), Snapshot(parse_nodes(doc), snapshot.jobs), night_start=None, name="t", now=NOW)

@@ -202,9 +202,11 @@ def _place(t: Target, snapshot: Snapshot) -> JobAction:
         return JobAction(
             t.job, Outcome.started, f"{job.state} on {job.nodes or '-'} before the plan reached it; planned {where}"
         )
+    # The GPU type as a constraint where the GRES is typed (with the node list given, it restates it); an untyped
+    # node's job keeps its own features.
     nodes = [snapshot.node(n) for n in t.nodes]
-    types = sorted({n.gpu_type or "" for n in nodes if n is not None})
-    features = "|".join(types)
+    types = {n.gpu_type for n in nodes if n is not None}
+    features = job.features if None in types else "|".join(sorted(str(x) for x in types))
     comment = with_caps(job.comment, {n: t.caps[n] for n in t.nodes})
     wanted = {
         "NumNodes": str(len(t.nodes)),

@@ -52,12 +52,7 @@ def import_cluster(
 def build_import(
     site: Site, snapshot: Snapshot, *, night_start: datetime | None, name: str, now: float
 ) -> ImportResult:
-    unknown = [
-        f"node {n.name}: GRES type {n.gpu_type!r} is neither a default ({', '.join(sorted(DEFAULT_TYPES))}) nor in the "
-        'site file\'s "types"; add it there'
-        for n in snapshot.nodes
-        if n.gpu_type is not None and site.model_of(n.gpu_type) is None
-    ]
+    unknown = [problem for n in snapshot.nodes if n.available and (problem := _type_problem(site, n))]
     if unknown:
         raise SlurmInputError(unknown)
     unavailable = [Skipped(n.name, n.problem) for n in snapshot.nodes if n.problem is not None]
@@ -105,9 +100,30 @@ def build_import(
     return ImportResult(workload, snapshot, tuple(skipped), tuple(unavailable), night_start)
 
 
+def gpu_model(site: Site, node: Node) -> str | None:
+    """The catalog model of the node's GPUs: its GRES type's, else (untyped GRES) the first feature the site maps."""
+    if node.gpu_type is not None:
+        return site.model_of(node.gpu_type)
+    return next((m for f in node.features if (m := site.model_of(f)) is not None), None)
+
+
+def _type_problem(site: Site, node: Node) -> str | None:
+    if gpu_model(site, node) is not None:
+        return None
+    known = ", ".join(sorted(DEFAULT_TYPES))
+    if node.gpu_type is not None:
+        return (
+            f"node {node.name}: GRES type {node.gpu_type!r} is neither a default ({known}) nor in the site "
+            'file\'s "types"; add it there'
+        )
+    return (
+        f"node {node.name}: its GRES names no GPU type and none of its features ({', '.join(node.features) or 'none'}) "
+        'is one the site maps; type the GPUs in gres.conf or map a feature in the site file\'s "types"'
+    )
+
+
 def _device(site: Site, node: Node) -> dict[str, Any]:
-    assert node.gpu_type is not None  # usable nodes have typed GPUs
-    device: dict[str, Any] = {"id": node.name, "model": site.model_of(node.gpu_type), "count": node.gpus_free}
+    device: dict[str, Any] = {"id": node.name, "model": gpu_model(site, node), "count": node.gpus_free}
     domain = site.domain_of(node.name)
     if domain is not None:
         device["domain"] = domain

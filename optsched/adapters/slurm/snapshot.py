@@ -101,6 +101,7 @@ class _Job(_Read):
 class Node:
     name: str
     gpu_type: str | None  # the GRES type of its GPUs (None: untyped, or no GPU)
+    features: tuple[str, ...]
     gpus: int
     gpus_used: int
     state: str
@@ -225,6 +226,7 @@ def _node(row: _Node) -> Node:
     return Node(
         name=row.name,
         gpu_type=gpu_type,
+        features=tuple(f for f in row.features.split(",") if f and f != "(null)"),
         gpus=gpus,
         gpus_used=used,
         state=state,
