@@ -217,6 +217,19 @@ def test_draining_a_node_makes_watch_move_only_the_jobs_on_it(slurm, runner, sit
         assert ran(slurm, j)["node"] == n
 
 
+def test_a_job_cancelled_before_apply_is_reported_and_the_others_are_placed(slurm, runner, site):
+    ids = [submit(slurm, *profile) for profile in PROFILES[2:]]
+    imported = import_cluster(site, runner)
+    plan = plan_for_slurm(imported.workload, time_limit_s=5)
+    assert all(p.admitted for p in plan.placements)
+    subprocess.run(["scancel", ids[0]], env=slurm.env, check=True, timeout=10)
+    report = apply_plan(imported.workload, plan, runner, dry_run=True)
+    assert report.by_outcome(Outcome.vanished) == (ids[0],)
+    assert set(report.by_outcome(Outcome.placed)) == set(ids[1:])
+    assert not any(ids[0] in command for command in report.commands)
+    assert "CANCELLED" in next(a.detail for a in report.actions if a.job == ids[0])
+
+
 def test_nothing_is_applied_when_a_placement_names_an_unavailable_node(slurm, runner, site):
     ids = [submit(slurm, *profile) for profile in PROFILES[:3]]
     imported = import_cluster(site, runner)

@@ -21,7 +21,7 @@ from enum import StrEnum
 
 from optsched.adapters.slurm.comment import with_caps
 from optsched.adapters.slurm.runner import SlurmInputError, SlurmRunner
-from optsched.adapters.slurm.snapshot import Snapshot, read_snapshot
+from optsched.adapters.slurm.snapshot import SlurmJob, Snapshot, read_snapshot
 from optsched.schema.night import NightPlan, NightQueue
 from optsched.schema.plan import Plan
 from optsched.schema.workload import Workload
@@ -31,6 +31,8 @@ from optsched.verify.timeline import verify_timeline
 log = logging.getLogger(__name__)
 
 HOUR_S = 3600.0
+# States of a job that started; any other state out of the queue (cancelled, failed, timed out...) ends it unrun.
+STARTED_STATES = frozenset({"CONFIGURING", "RUNNING", "COMPLETING", "COMPLETED", "SUSPENDED"})
 # A begin time this close to the planned one counts as set (Slurm keeps whole seconds).
 BEGIN_TOL_S = 1.0
 
@@ -39,7 +41,7 @@ class Outcome(StrEnum):
     placed = "placed"  # updated (and released) as planned
     unchanged = "unchanged"  # already as planned: nothing to do
     started = "started"  # it left the queue before the plan reached it (running or finished)
-    vanished = "vanished"  # Slurm no longer knows it
+    vanished = "vanished"  # Slurm no longer knows it, or it ended without running (cancelled, failed)
     left_held = "left_held"  # the plan does not place it: it waits, held
 
 
@@ -196,12 +198,8 @@ def _carry_out(
 def _place(t: Target, snapshot: Snapshot) -> JobAction:
     job = snapshot.job(t.job)
     where = f"{t.gpus} GPU(s) on {','.join(t.nodes)}"
-    if job is None:
-        return JobAction(t.job, Outcome.vanished, f"Slurm no longer knows it; planned {where}")
-    if not job.pending:
-        return JobAction(
-            t.job, Outcome.started, f"{job.state} on {job.nodes or '-'} before the plan reached it; planned {where}"
-        )
+    if job is None or not job.pending:
+        return _out_of_queue(t.job, job, f"planned {where}")
     # The GPU type as a constraint where the GRES is typed (with the node list given, it restates it); an untyped
     # node's job keeps its own features.
     nodes = [snapshot.node(n) for n in t.nodes]
@@ -240,12 +238,20 @@ def _place(t: Target, snapshot: Snapshot) -> JobAction:
 
 def _leave_out(job_id: str, reason: str, snapshot: Snapshot) -> JobAction:
     job = snapshot.job(job_id)
-    if job is None:
-        return JobAction(job_id, Outcome.vanished, f"Slurm no longer knows it; {reason}")
-    if not job.pending:
-        return JobAction(job_id, Outcome.started, f"{job.state} on {job.nodes or '-'}; {reason}")
+    if job is None or not job.pending:
+        return _out_of_queue(job_id, job, reason)
     commands = () if job.held else (("scontrol", "hold", job_id),)
     return JobAction(job_id, Outcome.left_held, f"stays held: {reason}", commands)
+
+
+def _out_of_queue(job_id: str, job: SlurmJob | None, note: str) -> JobAction:
+    """A job that left the queue before the plan reached it: started (running or done), or vanished (unknown to
+    Slurm, cancelled, failed...)."""
+    if job is None:
+        return JobAction(job_id, Outcome.vanished, f"Slurm no longer knows it; {note}")
+    if job.state in STARTED_STATES:
+        return JobAction(job_id, Outcome.started, f"{job.state} on {job.nodes or '-'}; {note}")
+    return JobAction(job_id, Outcome.vanished, f"{job.state} before the plan reached it; {note}")
 
 
 _RANGE = re.compile(r"([^,\[]*)\[([^\]]*)\]([^,]*)|([^,]+)")
