@@ -119,3 +119,12 @@ def test_an_untyped_gres_takes_the_type_of_a_mapped_feature_or_names_the_node():
     doc["nodes"][0]["features"] = doc["nodes"][0]["active_features"] = "fast"
     with pytest.raises(SlurmInputError, match=r"node n1: its GRES names no GPU type and none of its features \(fast\)"):
         build_import(Site(), Snapshot(parse_nodes(doc), snapshot.jobs), night_start=None, name="t", now=NOW)
+
+
+def test_no_node_to_plan_on_is_one_clear_refusal_naming_each_node():
+    doc = recorded("sinfo-drain-down.json")
+    for node in doc["nodes"]:
+        node["state"] = "down"
+    with pytest.raises(SlurmInputError, match="no node can take jobs now") as caught:
+        build_import(Site(), Snapshot(parse_nodes(doc), ()), night_start=None, name="t", now=NOW)
+    assert all(f"node n{i} is down" in str(caught.value) for i in range(1, 5))

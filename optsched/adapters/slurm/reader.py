@@ -44,14 +44,15 @@ def import_cluster(
 ) -> ImportResult:
     """The live cluster's held pending jobs as a Workload, or with `night_start` as a NightQueue.
 
-    SlurmInputError names every node with a GRES type the site does not map (nothing can be planned on it
-    safely); InvalidWorkload when nothing is left to plan on."""
+    SlurmInputError names every available node whose GPU type the site does not map (nothing can be planned on
+    it safely), or every node when none can take jobs."""
     return build_import(site, read_snapshot(runner), night_start=night_start, name=name, now=time.time())
 
 
 def build_import(
     site: Site, snapshot: Snapshot, *, night_start: datetime | None, name: str, now: float
 ) -> ImportResult:
+    """import_cluster on a snapshot already read, at clock `now` (epoch seconds)."""
     unknown = [problem for n in snapshot.nodes if n.available and (problem := _type_problem(site, n))]
     if unknown:
         raise SlurmInputError(unknown)
@@ -62,6 +63,8 @@ def build_import(
         if n.available and n.gpus_free == 0
     ]
     usable = [n for n in snapshot.nodes if n.available and n.gpus_free > 0]
+    if not usable:
+        raise SlurmInputError(["no node can take jobs now", *(s.reason for s in unavailable)])
     devices = [_device(site, n) for n in usable]
 
     held = [j for j in snapshot.jobs if j.held]
