@@ -8,6 +8,7 @@ cluster) never clash. Every daemon is stopped by its PID at the end. The node Pr
 
 from __future__ import annotations
 
+import getpass
 import os
 import shutil
 import signal
@@ -122,8 +123,9 @@ class LocalSlurm:
             "ClusterName=optschedtest",
             "SlurmctldHost=localhost(127.0.0.1)",
             f"SlurmctldPort={ctld_port}",
-            "SlurmUser=root",
-            "SlurmdUser=root",
+            # The user running the tests (root here and in CI): Slurm's daemons need no other account.
+            f"SlurmUser={getpass.getuser()}",
+            f"SlurmdUser={getpass.getuser()}",
             "AuthType=auth/munge",
             "CredType=cred/munge",
             f"AuthInfo=socket={b}/munge/munge.socket",
