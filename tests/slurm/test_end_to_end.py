@@ -216,6 +216,17 @@ def test_draining_a_node_makes_watch_move_only_the_jobs_on_it(slurm, runner, sit
     for j, n in moved_on.items():
         assert ran(slurm, j)["node"] == n
 
+    # The node back in service: watch plans on it again, and moves none of the jobs now running.
+    slurm.resume_all()
+    end = time.monotonic() + 30  # resumed, a node answers again within a few seconds (idle* until then)
+    while not next(n for n in read_snapshot(runner).nodes if n.name == drained).available and time.monotonic() < end:
+        time.sleep(0.2)
+    back = watch_once(site, runner, state, time_limit_s=5)
+    assert (back.kind, back.failed_nodes, back.returned_nodes, back.moved) == ("replan", (), (drained,), ())
+    workload, latest = state.load()
+    assert drained in {g.id for g in workload.devices} and verify(workload, latest) == []
+    assert state.decisions()[-1]["returned_nodes"] == [drained]
+
 
 def test_a_job_cancelled_before_apply_is_reported_and_the_others_are_placed(slurm, runner, site):
     ids = [submit(slurm, *profile) for profile in PROFILES[2:]]

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from optsched.adapters.slurm.apply import ApplyReport, apply_night, apply_plan
-from optsched.adapters.slurm.reader import ImportResult, import_cluster
+from optsched.adapters.slurm.reader import ImportResult, device_group, gpu_model, import_cluster
 from optsched.adapters.slurm.runner import SlurmInputError, SlurmRunner
 from optsched.adapters.slurm.shape import one_node_per_job
 from optsched.adapters.slurm.site import Site
-from optsched.adapters.slurm.snapshot import read_snapshot
+from optsched.adapters.slurm.snapshot import Node, read_snapshot
 from optsched.explain.planning import plan as plan_workload
 from optsched.night import plan_night
 from optsched.night.planner import CANDIDATE_NAMES
@@ -110,18 +110,20 @@ class WatchState:
 
 @dataclass(frozen=True)
 class WatchDecision:
-    kind: str  # "initial": first plan applied; "replan": nodes went away; "none": nothing changed
+    kind: str  # "initial": first plan applied; "replan": nodes went away or came back; "none": nothing changed
     failed_nodes: tuple[str, ...]
     moved: tuple[str, ...]
     report: ApplyReport | None
     record: dict[str, Any]
+    returned_nodes: tuple[str, ...] = ()
 
 
 def watch_once(
     site: Site, runner: SlurmRunner, state: WatchState, *, time_limit_s: float = PLAN_TIME_LIMIT_S
 ) -> WatchDecision:
     """One poll: with no plan applied yet, import, plan and apply one; else, when nodes of the applied plan are
-    now DOWN, DRAIN or otherwise unavailable, re-plan with the fewest moves (optsched.replan), apply, record."""
+    now DOWN, DRAIN or otherwise unavailable, or nodes it lacks are back in service, re-plan with the fewest
+    moves (optsched.replan), apply, record."""
     previous = state.load()
     if previous is None:
         imported = import_cluster(site, runner)
@@ -135,9 +137,18 @@ def watch_once(
     snapshot = read_snapshot(runner)
     nodes = {n.name: n for n in snapshot.nodes}
     failed = tuple(g.id for g in workload.devices if g.id not in nodes or not nodes[g.id].available)
-    if not failed:
+    groups = {g.id for g in workload.devices}
+    returned = tuple(
+        n.name
+        for n in snapshot.nodes
+        if n.name not in groups and n.available and n.gpus_free > 0 and gpu_model(site, n) is not None
+    )
+    if not failed and not returned:
         return WatchDecision("none", (), (), None, _record("none", (), (), None, []))
     why = [nodes[n].problem if n in nodes else f"node {n} left the cluster" for n in failed]
+    why += [f"node {n} is in service again" for n in returned]
+    if returned:
+        workload = _with_nodes(workload, site, [nodes[n] for n in returned])
     log.warning("re-planning: %s", "; ".join(str(w) for w in why))
     # Slurm does not move a running job: one on a healthy node keeps its GPUs (pinned); one on a failed node, or
     # one that finished or vanished, leaves the plan (its GPUs there are gone, or free again).
@@ -163,6 +174,7 @@ def watch_once(
     report = apply_plan(result.workload, result.plan, runner)
     state.save(result.workload, result.plan)
     record = _record("replan", failed, moved, report, [str(w) for w in why])
+    record["returned_nodes"] = list(returned)
     record["changes"] = [
         {"job": c.job, "kind": c.kind.value, "reason": c.reason.value, "detail": c.detail} for c in result.changes
     ]
@@ -170,7 +182,16 @@ def watch_once(
     for c in result.changes:
         if c.kind is not ChangeKind.kept:
             log.info("job %s: %s (%s)", c.job, c.kind.value, c.detail)
-    return WatchDecision("replan", failed, moved, report, record)
+    return WatchDecision("replan", failed, moved, report, record, returned)
+
+
+def _with_nodes(workload: Workload, site: Site, nodes: list[Node]) -> Workload:
+    """The workload with these nodes as device groups again, under the site's domain budgets."""
+    document = workload.model_dump(mode="json", exclude_unset=True)
+    document["devices"] = [*document["devices"], *(device_group(site, n) for n in nodes)]
+    budgets = {d.id: d.budget_w for d in site.domains if d.budget_w is not None}
+    document["power"] = {**document.get("power", {}), "domains": {**budgets, **workload.power.domains}}
+    return Workload.load(document)
 
 
 def _record(kind: str, failed, moved, report: ApplyReport | None, why: list[str]) -> dict[str, Any]:

@@ -65,7 +65,7 @@ def build_import(
     usable = [n for n in snapshot.nodes if n.available and n.gpus_free > 0]
     if not usable:
         raise SlurmInputError(["no node can take jobs now", *(s.reason for s in unavailable)])
-    devices = [_device(site, n) for n in usable]
+    devices = [device_group(site, n) for n in usable]
 
     held = [j for j in snapshot.jobs if j.held]
     jobs: list[dict[str, Any]] = []
@@ -125,7 +125,8 @@ def _type_problem(site: Site, node: Node) -> str | None:
     )
 
 
-def _device(site: Site, node: Node) -> dict[str, Any]:
+def device_group(site: Site, node: Node) -> dict[str, Any]:
+    """The node as a workload device group (document form): its free GPUs, their model, its power domain."""
     device: dict[str, Any] = {"id": node.name, "model": gpu_model(site, node), "count": node.gpus_free}
     domain = site.domain_of(node.name)
     if domain is not None:
