@@ -9,13 +9,16 @@ import math
 import re
 import subprocess
 import time
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import pytest
 
 from optsched.adapters.slurm import (
     Outcome,
+    SlurmError,
     SlurmInputError,
+    SlurmRunner,
     WatchState,
     apply_plan,
     import_cluster,
@@ -251,3 +254,33 @@ def test_nothing_is_applied_when_a_placement_names_an_unavailable_node(slurm, ru
         apply_plan(imported.workload, plan, runner)
     jobs = {j.id: j for j in read_snapshot(runner).jobs}
     assert all(jobs[j].held and jobs[j].features == "" and "powercap" not in jobs[j].comment for j in ids)
+
+
+@dataclass(frozen=True)
+class CancelsBeforeCommand(SlurmRunner):
+    """The real runner, with a race Slurm really has: job `victim` is cancelled just before the first scontrol."""
+
+    victim: str = ""
+    cancelled: list[str] = field(default_factory=list)
+
+    def run(self, argv):
+        if argv[0] == "scontrol" and not self.cancelled:
+            super().run(["scancel", self.victim])
+            self.cancelled.append(self.victim)
+        return super().run(argv)
+
+
+def test_a_job_cancelled_mid_apply_stops_it_saying_what_ran_and_apply_again_finishes(slurm, runner, site):
+    ids = [submit(slurm, *profile) for profile in PROFILES[2:]]
+    imported = import_cluster(site, runner)
+    plan = plan_for_slurm(imported.workload, time_limit_s=5)
+    order = [p.job for p in plan.placements if p.admitted]
+    racing = CancelsBeforeCommand(slurm_conf=runner.slurm_conf, victim=order[0])
+    with pytest.raises(SlurmError, match=r"0 of \d+ commands had run \(apply again to finish\)"):
+        apply_plan(imported.workload, plan, racing)
+    wait_for(slurm, runner, [order[0]], states=("CANCELLED",))
+    again = apply_plan(imported.workload, plan, runner)
+    assert again.by_outcome(Outcome.vanished) == (order[0],)
+    assert set(again.by_outcome(Outcome.placed)) == set(ids) - {order[0]}
+    states = wait_for(slurm, runner, list(set(ids) - {order[0]}))
+    assert set(states.values()) == {"COMPLETED"}, states

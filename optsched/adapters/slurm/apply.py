@@ -20,7 +20,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from optsched.adapters.slurm.comment import with_caps
-from optsched.adapters.slurm.runner import SlurmInputError, SlurmRunner
+from optsched.adapters.slurm.runner import SlurmError, SlurmInputError, SlurmRunner
 from optsched.adapters.slurm.snapshot import SlurmJob, Snapshot, read_snapshot
 from optsched.schema.night import NightPlan, NightQueue
 from optsched.schema.plan import Plan
@@ -186,9 +186,16 @@ def _carry_out(
     report = ApplyReport(tuple(actions), dry_run)
     if dry_run:
         return report
-    executed = []
+    executed: list[tuple[str, ...]] = []
     for command in report.commands:
-        runner.run(command)
+        try:
+            runner.run(command)
+        except SlurmError as err:
+            # A job that started between the read and its command, or slurmctld gone: what ran stays done, and
+            # applying again does only what is left.
+            raise SlurmError(
+                f"{err}; {len(executed)} of {len(report.commands)} commands had run (apply again to finish)"
+            ) from err
         executed.append(command)
     for action in actions:
         log.info("job %s: %s (%s)", action.job, action.outcome.value, action.detail)
