@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from optsched.cli_tables import print_plan_table, print_replan_summary
 from optsched.schema.errors import InvalidWorkload
+from optsched.slurm_cli import app as slurm_app
 
 app = typer.Typer(
     add_completion=False,
@@ -22,6 +23,7 @@ app = typer.Typer(
     help="Power- and deadline-aware placement of jobs on heterogeneous accelerators.",
 )
 stderr = Console(stderr=True)
+app.add_typer(slurm_app, name="slurm")
 
 EXIT_PLAN, EXIT_NO_PLAN, EXIT_INVALID = 0, 1, 2
 

@@ -33,6 +33,7 @@ from typing import Any
 from optsched.explain.suggestions import suggest_changes
 from optsched.model.builder import ModelBuilder as Builder
 from optsched.model.builder import Row, Term
+from optsched.model.constraints import ExtraFunctionality
 from optsched.model.data import ModelData
 from optsched.model.objectives import OBJECTIVES, ExtraObjective
 from optsched.replan.schema import (
@@ -85,10 +86,12 @@ def replan(
     threads: int | None = None,
     limits: Limits | None = None,
     original: Workload | None = None,
+    extra_functionality: ExtraFunctionality | None = None,
 ) -> Replan:
     """Re-plan `workload` (as `plan` placed it) after `change`; never mutates its inputs.
 
-    `move_cost_hours` (default: the workload's `options.move_cost_hours`) is what each moved running job loses.
+    `move_cost_hours` (default: the workload's `options.move_cost_hours`) is what each moved running job loses;
+    `extra_functionality(b, data)` adds rows to every solve (as in optsched.plan), e.g. a site's placement rules.
     Raises InvalidWorkload (the workload), InvalidPlan (the plan, or a plan naming jobs or device groups the
     workload lacks) and InvalidChange (the change, alone or against them, and the changed workload above
     `limits`), each listing every problem: `check_change` runs the same checks without solving. An infeasible
@@ -108,7 +111,7 @@ def replan(
     limit = after.options.time_limit_s if time_limit_s is None else time_limit_s
     gap = after.options.mip_gap if mip_gap is None else mip_gap
     deadline = started + limit
-    solve = _Solver(after, limit, gap, threads, deadline)
+    solve = _Solver(after, limit, gap, threads, deadline, extra_functionality)
     cost = _MoveCost(
         before={j: group_counts(a) for j, a in kept_running.items()}, costs=costs, pinned=frozenset(pins) - set(broken)
     )
@@ -442,6 +445,7 @@ class _Solver:
     mip_gap: float
     threads: int | None
     deadline: float
+    extra_functionality: ExtraFunctionality | None = None
 
     def __call__(self, cost: _MoveCost, warm, share: float = 1.0, gap_factor: float = 1.0) -> tuple[Plan, _Net]:
         limit = self.time_limit_s
@@ -450,7 +454,7 @@ class _Solver:
         log.debug("re-plan solve: floor %.3g, %.1f s, gap x%g", cost.floor, seconds, gap_factor)
         plan = solve_workload(self.workload, SolveOptions(
             time_limit_s=seconds, mip_gap=min(1.0, self.mip_gap * gap_factor), threads=self.threads, warm_start=warm,
-            extra_objective=cost.extra(), progress=net,
+            extra_objective=cost.extra(), progress=net, extra_functionality=self.extra_functionality,
         ))
         return plan, net
 

@@ -25,8 +25,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("public API", ("optsched",)),  # optsched/__init__.py only
     ("charts", ("optsched.charts",)),  # every PNG: drawn from schema and feature results
     ("infra", ("optsched.infra",)),
-    ("service", ("optsched.service",)),
-    ("faces", ("optsched.cli", "optsched.cli_tables", "api", "optsched.testing")),
+    ("service", ("optsched.service", "optsched.adapters")),
+    ("faces", ("optsched.cli", "optsched.cli_tables", "optsched.slurm_cli", "api", "optsched.testing")),
 )
 
 # Narrower rules than the layer order, as (importer prefix, allowed imported prefixes).
