@@ -27,7 +27,6 @@ from pathlib import Path
 
 import optsched
 from optsched.baselines import BASELINES
-from optsched.solve import planner
 from optsched.testing.instances import RACK_SIZES, SIZES, generate, generate_racks
 from optsched.verify.placement import verify
 
@@ -75,20 +74,13 @@ def method(plan: optsched.Plan) -> str:
 
 
 def again(
-    document: dict, limit: float, workload, result: Result, **switches
+    document: dict, limit: float, workload, result: Result, options: optsched.SolveOptions
 ) -> tuple[str, float | None, float | None, float]:
-    """The same instance with planner switches changed (restored after)."""
-    saved = {name: getattr(planner, name) for name in switches}
-    for name, value in switches.items():
-        setattr(planner, name, value)
-    try:
-        t = time.monotonic()
-        plan = optsched.plan(document, time_limit_s=limit)
-        result.violations += len(verify(workload, plan))
-        return plan.status.value, plan.objective, plan.bound, time.monotonic() - t
-    finally:
-        for name, value in saved.items():
-            setattr(planner, name, value)
+    """The same instance solved with other options (another strategy)."""
+    t = time.monotonic()
+    plan = optsched.plan(document, time_limit_s=limit, options=options)
+    result.violations += len(verify(workload, plan))
+    return plan.status.value, plan.objective, plan.bound, time.monotonic() - t
 
 
 def run(
@@ -114,9 +106,10 @@ def run(
         result.baselines[name] = (b.status.value, b.weighted_speedup if b.status.value != "infeasible" else 0.0)
         result.violations += len(verify(workload, b))
     if undecomposed:
-        result.undecomposed = again(document, limit, workload, result, DIRECT_OPTIONS=10**12)
+        result.undecomposed = again(document, limit, workload, result, optsched.SolveOptions(direct_max_options=10**12))
     if by_parts:
-        result.by_parts = again(document, limit, workload, result, COLUMN_GENERATION=False)
+        # Split as by default, but by parts where columns would be used.
+        result.by_parts = again(document, limit, workload, result, optsched.SolveOptions(column_max_options=0))
     return result
 
 

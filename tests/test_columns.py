@@ -7,16 +7,16 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import optsched
-from optsched import Status, Workload
+from optsched import SolveOptions, Status, Workload
 from optsched.model.data import ModelData
 from optsched.model.objectives import OBJECTIVES
-from optsched.solve import highs, planner
-from optsched.solve.columns import ColumnMaster, solve_by_columns
+from optsched.solve import highs
+from optsched.solve.budget import TimeBudget
+from optsched.solve.columns import ColumnMaster, JobBounds, solve_by_columns
 from optsched.solve.construct import construct
 from optsched.solve.extract import exact_speedups, extract, weighted
 from optsched.testing.factories import tiny_workloads
@@ -66,7 +66,7 @@ def test_job_bound_covers_every_allocation_of_the_job(case):
     master = ColumnMaster(data)
     mu_a, lam_a = _duals(data, mu, lam)
     pi = master.level_prices(mu_a, lam_a)
-    bounds = master.job_bounds(np.arange(len(w.jobs)), pi)
+    bounds = JobBounds(master).job_bounds(np.arange(len(w.jobs)), pi)
     price = _prices(w, mu, lam)
     for j, job in enumerate(w.jobs):
         options = _job_options(w, job)
@@ -98,7 +98,7 @@ def test_column_generation_bounds_and_plans_bracket_the_optimum(workload):
             best.update(counts=counts, value=value)
 
     stats = solve_by_columns(
-        data, best=lambda: (best["counts"], best["value"]), deadline=time.monotonic() + 10.0, gap=1e-4,
+        data, best=lambda: (best["counts"], best["value"]), budget=TimeBudget.of(10.0), gap=1e-4,
         consider=consider, on_bound=bounds.append,
     )
     assert bounds, "column generation reported no bound"
@@ -112,10 +112,11 @@ def test_column_generation_bounds_and_plans_bracket_the_optimum(workload):
 
 @given(tiny_workloads(max_jobs=4, max_groups=3, max_count=4))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_planner_on_the_column_path_matches_exhaustive_search(monkeypatch_module, workload):
+def test_planner_on_the_column_path_matches_exhaustive_search(workload):
     w = Workload.load(workload)
     optimum, _ = brute_force(w)
-    result = optsched.plan(w, time_limit_s=10)
+    # Every workload with a first plan is split, as those above direct_max_options are: weighted_speedup by columns.
+    result = optsched.plan(w, time_limit_s=10, options=SolveOptions(direct_max_options=0))
     assert verify(w, result) == []
     if w.objective != "weighted_speedup" or optimum is None or result.status == Status.infeasible:
         return
@@ -124,21 +125,11 @@ def test_planner_on_the_column_path_matches_exhaustive_search(monkeypatch_module
         assert result.objective >= optimum / (1 + 1.1 * w.options.mip_gap) - 1e-6
 
 
-@pytest.fixture(scope="module")
-def monkeypatch_module():
-    """Every workload with a first plan takes the column path (as those above DIRECT_OPTIONS do)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(planner, "DIRECT_OPTIONS", 0)
-        yield mp
-
-
 def test_rack_workload_is_proven_within_its_gap_by_columns():
     # 200 jobs x 16 groups with per-rack budgets and a quarter hard jobs, pushed onto the column path.
     w = generate_racks("M", 0)
     direct = optsched.plan(w, time_limit_s=60)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(planner, "DIRECT_OPTIONS", 0)
-        columns = optsched.plan(w, time_limit_s=60)
+    columns = optsched.plan(w, time_limit_s=60, options=SolveOptions(strategy="columns"))
     assert verify(w, columns) == [] and verify(w, direct) == []
     assert columns.timings["column_rounds"] >= 1
     assert columns.status == Status.optimal, (columns.status, columns.gap)
@@ -147,13 +138,12 @@ def test_rack_workload_is_proven_within_its_gap_by_columns():
     assert columns.objective <= direct.bound * (1 + 1e-6) and direct.objective <= columns.bound * (1 + 1e-6)
 
 
-def test_column_path_keeps_the_time_limit_and_streams_verified_incumbents(monkeypatch):
+def test_column_path_keeps_the_time_limit_and_streams_verified_incumbents():
     # 1,000 jobs x 32 groups pushed onto the column path with a limit far too short to prove it.
-    monkeypatch.setattr(planner, "DIRECT_OPTIONS", 0)
     w = generate_racks("L", 1, options={"time_limit_s": 4.0})
     seen: list[optsched.Plan] = []
     start = time.monotonic()
-    result = optsched.plan(w, on_incumbent=seen.append)
+    result = optsched.plan(w, on_incumbent=seen.append, options=SolveOptions(strategy="columns"))
     elapsed = time.monotonic() - start
     # The watchdog's bound on a HiGHS that overruns (grace, then the wait for its interrupt), and a second for the
     # set-up and the final extraction on a loaded machine (CI measured 5.6 s).

@@ -16,7 +16,7 @@ import optsched
 from optsched import Status, Workload
 from optsched.model.data import ModelData
 from optsched.model.objectives import OBJECTIVES
-from optsched.solve import decompose, planner
+from optsched.solve import decompose
 from optsched.solve.bound import lagrangian, lagrangian_bound
 from optsched.solve.construct import construct, improve
 from optsched.solve.extract import extract
@@ -109,15 +109,13 @@ def test_incumbents_stream_improving_verified_plans_and_always_the_last():
     assert values[-1] == pytest.approx(result.objective)
 
 
-def test_decomposed_solve_verifies_and_keeps_the_time_limit(monkeypatch):
-    # Force the large-workload path on a small rack instance: two parts or more, solved by worker processes.
-    monkeypatch.setattr(planner, "DIRECT_OPTIONS", 1_000)
-    monkeypatch.setattr(planner, "COLUMN_GENERATION", False)
-    monkeypatch.setattr(decompose, "PART_OPTIONS", 2_000)
+def test_decomposed_solve_verifies_and_keeps_the_time_limit():
+    # Force the parts on a small rack instance: two parts or more, solved by worker processes.
     w = generate_racks("M", 0, options={"time_limit_s": 8.0})
     seen: list[optsched.Plan] = []
     start = time.monotonic()
-    result = plan_checked(w, on_incumbent=seen.append)
+    parts = optsched.SolveOptions(strategy="parts", part_options=2_000)
+    result = plan_checked(w, on_incumbent=seen.append, options=parts)
     elapsed = time.monotonic() - start
     assert elapsed <= 8.0 * 1.5 + 2.0, elapsed
     assert result.status in (Status.time_limit, Status.optimal)

@@ -13,10 +13,10 @@ import pytest
 
 import optsched
 from optsched.model.data import ModelData
-from optsched.solve import pyomo_backend
+from optsched.solve import highs, pyomo_backend
 from optsched.solve.backends import build_model
-from optsched.solve.highs import Outcome
-from optsched.solve.pyomo_backend import PyomoBuilder, map_pyomo_status
+from optsched.solve.highs import Outcome, SolveRequest, map_pyomo_status
+from optsched.solve.pyomo_backend import PyomoBuilder
 from optsched.testing.factories import device, job, workload
 from tests.conftest import plan_checked
 
@@ -66,12 +66,12 @@ def test_lp_relaxation_and_sub_mip_match_the_highs_backend_and_restore_the_model
     deadline = time.monotonic() + 20
     for b in (via_pyomo, direct):
         b.prepare()
-    lp = [b.solve(wall_deadline=deadline, mip_gap=0.0, relax=True) for b in (via_pyomo, direct)]
+    lp = [b.solve(SolveRequest(deadline, 0.0, relax=True)) for b in (via_pyomo, direct)]
     assert [r.outcome for r in lp] == [Outcome.optimal, Outcome.optimal]
     assert lp[0].bound == pytest.approx(lp[1].bound, rel=1e-7)
     assert via_pyomo.model.n[0, 0, 0].domain is pyo.Reals  # relaxed until the next integer solve
 
-    mip = [b.solve(wall_deadline=deadline, mip_gap=1e-9) for b in (via_pyomo, direct)]
+    mip = [b.solve(SolveRequest(deadline, 1e-9)) for b in (via_pyomo, direct)]
     assert [r.outcome for r in mip] == [Outcome.optimal, Outcome.optimal]
     assert mip[0].incumbent == pytest.approx(mip[1].incumbent, rel=1e-7)
     assert lp[0].bound >= mip[0].incumbent - 1e-9
@@ -81,17 +81,17 @@ def test_lp_relaxation_and_sub_mip_match_the_highs_backend_and_restore_the_model
 
     # Job a limited to one device.
     box = {("n", (0, 0, 0)): (0.0, 1.0)}
-    sub = [b.solve_within(box, wall_deadline=deadline, mip_gap=1e-9) for b in (via_pyomo, direct)]
+    sub = [b.solve_within(box, SolveRequest(deadline, 1e-9)) for b in (via_pyomo, direct)]
     assert sub[0].incumbent == pytest.approx(sub[1].incumbent, rel=1e-7)
     assert via_pyomo.values(sub[0], "n", [(0, 0, 0)]) == {(0, 0, 0): 1.0}
     assert via_pyomo.model.n[0, 0, 0].ub == 4  # restored
-    again = via_pyomo.solve(wall_deadline=deadline, mip_gap=1e-9)
+    again = via_pyomo.solve(SolveRequest(deadline, 1e-9))
     assert again.incumbent == pytest.approx(mip[0].incumbent, rel=1e-9)
 
 
 def test_values_are_aligned_with_columns():
     via_pyomo, _ = hand_computed_builders()
-    result = via_pyomo.solve(wall_deadline=time.monotonic() + 20, mip_gap=1e-9)
+    result = via_pyomo.solve(SolveRequest(time.monotonic() + 20, 1e-9))
     for name in ("n", "h", "a", "S", "R", "s_host"):
         for key, var in getattr(via_pyomo.model, name).items():
             expected = var.value if var.value is not None else var.lb
@@ -101,21 +101,23 @@ def test_values_are_aligned_with_columns():
 def test_every_termination_condition_is_mapped(caplog):
     from pyomo.contrib.solver.common.results import TerminationCondition as TC
 
-    mapped = set(pyomo_backend._termination_map())
+    mapped = set(highs._termination_map())
     assert set(TC) - mapped == {TC.unknown}, "map the new termination conditions in map_pyomo_status"
     assert map_pyomo_status(TC.convergenceCriteriaSatisfied, True) is Outcome.optimal
     assert map_pyomo_status(TC.maxTimeLimit, True) is Outcome.limit_with_solution
     assert map_pyomo_status(TC.maxTimeLimit, False) is Outcome.limit_without_solution
     assert map_pyomo_status(TC.infeasibleOrUnbounded, False) is Outcome.infeasible
-    with caplog.at_level(logging.WARNING, logger=pyomo_backend.__name__):
+    with caplog.at_level(logging.WARNING, logger=highs.__name__):
         assert map_pyomo_status(TC.unknown, True) is Outcome.limit_with_solution
         assert map_pyomo_status(TC.unknown, False) is Outcome.error
     assert sum("unexpected termination condition" in r.message for r in caplog.records) == 2
 
 
-def test_the_backend_uses_no_private_pyomo_name():
-    """Only `self` may carry underscored attributes; nothing underscored is imported or looked up by name."""
-    tree = ast.parse(Path(pyomo_backend.__file__).read_text())
+@pytest.mark.parametrize("module", [pyomo_backend, highs])
+def test_the_backend_uses_no_private_pyomo_name(module):
+    """Only `self` may carry underscored attributes; nothing underscored is imported or looked up by name (the
+    backend, and the status map of highs.py)."""
+    tree = ast.parse(Path(module.__file__).read_text())
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
             assert isinstance(node.value, ast.Name) and node.value.id == "self", (node.attr, node.lineno)

@@ -11,7 +11,7 @@ from optsched.baselines.placement import lp_relaxation
 from optsched.model.data import ModelData
 from optsched.solve.extract import exact_speedups, used_by_job
 from optsched.solve.heuristics import round_and_repair, round_must_run_first
-from optsched.solve.planner import _feasible
+from optsched.solve.incumbent import feasible
 from optsched.testing.instances import generate_racks
 
 
@@ -35,5 +35,5 @@ def test_rounding_must_run_jobs_first_leaves_fewer_out(seed, most_left_out):
     counts = round_must_run_first(data, fractional)
     assert _left_out(data, counts) <= min(most_left_out, _left_out(data, round_and_repair(data, fractional)))
     if most_left_out == 0:
-        assert _feasible(data, counts)
+        assert feasible(data, counts)
         assert 0.0 < _value(data, counts) <= bound * (1 + 1e-6)

@@ -23,7 +23,8 @@ from optsched.solve.backends import build_model
 from optsched.solve.construct import construct
 from optsched.solve.extract import Counts, empty_plan, extract, used_by_job
 from optsched.solve.heuristics import FreeCapacity, greedy_counts, round_and_repair
-from optsched.solve.planner import primary_bound, satisfied, tighten_relaxation
+from optsched.solve.incumbent import satisfied
+from optsched.solve.strategies.direct import primary_bound, tighten_relaxation
 
 
 def lp_relaxation(data: ModelData, deadline: float) -> tuple[dict[tuple[int, int, int], float] | None, float | None]:

@@ -19,7 +19,7 @@ from optsched.schema.plan import Suggestion
 from optsched.schema.workload import Priority, Workload
 from optsched.solve.backends import Builder, build_model
 from optsched.solve.extract import exact_speedups
-from optsched.solve.highs import Outcome
+from optsched.solve.highs import Outcome, SolveRequest
 
 INF = math.inf
 Objective = tuple[list[Term], float]  # (terms, constant) of one lexicographic stage, minimised
@@ -189,7 +189,7 @@ def _relative_size(data: ModelData, must: list[int], blocked: set[int]) -> Objec
 def _minimise(b: Builder, objective: Objective, deadline: float):
     terms, constant = objective
     b.set_objective(terms, constant, maximise=False)
-    result = b.solve(wall_deadline=deadline, mip_gap=1e-9)
+    result = b.solve(SolveRequest(deadline, 1e-9))
     if result.outcome not in (Outcome.optimal, Outcome.limit_with_solution):
         return None
     return result

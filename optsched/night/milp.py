@@ -705,11 +705,11 @@ class _Derived:
         """The derived model with its lookahead rows solved once as a MILP (modelled speedups, no cut refinement)."""
         from optsched.model.data import ModelData
         from optsched.solve.backends import build_model
-        from optsched.solve.highs import Outcome
+        from optsched.solve.highs import Outcome, SolveRequest
 
         data = ModelData(self.workload(time_limit_s, mip_gap))
         builder = build_model(data, extra_functionality=self.lookahead_hook)
-        result = builder.solve(wall_deadline=time.monotonic() + time_limit_s, mip_gap=mip_gap, threads=threads)
+        result = builder.solve(SolveRequest(time.monotonic() + time_limit_s, mip_gap, threads=threads))
         if result.outcome not in (Outcome.optimal, Outcome.limit_with_solution):
             return _Outcome(Status.no_solution, {})
         counts = builder.values(result, "n", [o.key for o in data.options])

@@ -1,16 +1,17 @@
 """Two ways to hand the same formulation to HiGHS: through Pyomo, or as one sparse matrix straight to highspy.
 
-The constraint families in optsched.model call only `Builder` methods, so both backends build the same
-rows; tests solve random workloads with both and compare the optima. The HiGHS backend is the default
-because Pyomo's expression and hand-off layers cost more than the solve itself on large workloads
+The constraint families in optsched.model call only `ModelBuilder` methods, so both backends build the same
+rows; tests solve random workloads with both and compare the optima. Both are solved through one protocol,
+`SolverBackend`, whose every solve takes one `SolveRequest` (optsched.solve.highs). The HiGHS backend is the
+default because Pyomo's expression and hand-off layers cost more than the solve itself on large workloads
 (bench/results/planner.md has the measured ratio). The Pyomo backend lives in optsched.solve.pyomo_backend: it
-offers the solving interface of `Builder` but no `highs()`.
+offers `SolverBackend` but no `highs()`.
 """
 
 from __future__ import annotations
 
-from abc import abstractmethod
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import Protocol
 
 import numpy as np
 
@@ -18,82 +19,41 @@ from optsched.model.builder import ModelBuilder
 from optsched.model.constraints import ExtraFunctionality, populate_model
 from optsched.model.data import ModelData
 from optsched.model.objectives import ExtraObjective
-from optsched.solve.highs import Outcome, Poll, SolveResult, new_highs, run_highs
+from optsched.solve.highs import Outcome, SolveRequest, SolveResult, new_highs, run_highs, solution_values
 from optsched.solve.pyomo_backend import PyomoBuilder
 
+# (variable block, key) -> (lower, upper) of the columns a sub-MIP narrows
+ColumnBounds = Mapping[tuple[str, Hashable], tuple[float, float]]
 
-class Builder(ModelBuilder):
-    """A linear model under construction and, once built, solved repeatedly with rows added in between."""
 
-    solve_seconds: float = 0.0  # time spent inside HiGHS over every solve of this model
-    # A solve that ignored its interrupt still owns the HiGHS object: no later solve or change may touch it.
-    abandoned: bool = False
+class SolverBackend(Protocol):
+    """How every backend's model is solved, once built (in the manner of Pyomo's contrib.solver SolverBase): the
+    planner and every feature call only these. `HighsBuilder` and `PyomoBuilder` satisfy it (checked by mypy on
+    `BACKENDS`); both map their statuses to `Outcome` in optsched.solve.highs."""
 
-    @abstractmethod
-    def highs(self):
-        """The highspy.Highs object holding the model, synchronised with every row added so far."""
+    solve_seconds: float  # time spent solving this model, over every solve
+    # A solve that ignored its interrupt still owns the solver: no later solve or change may touch it.
+    abandoned: bool
 
     def prepare(self) -> None:
         """Hand the model to the solver now, so that the hand-off is timed apart from the first solve."""
-        self.highs()
 
-    def solve(
-        self,
-        *,
-        wall_deadline: float,
-        mip_gap: float,
-        threads: int | None = None,
-        warm_start: dict[tuple[str, Hashable], float] | None = None,
-        relax: bool = False,
-        presolve: bool = False,
-        on_poll: Poll | None = None,
-    ) -> SolveResult:
-        if self.abandoned:
-            return SolveResult(Outcome.limit_without_solution, None, None, 0.0, None, abandoned=True)
-        h = self.highs()
-        start = None
-        if warm_start:
-            cols = [(self.column(n, k), v) for (n, k), v in warm_start.items() if self.has(n, k)]
-            start = (np.array([c for c, _ in cols], dtype=np.int32), np.array([v for _, v in cols]))
-        result = run_highs(
-            h, wall_deadline=wall_deadline, mip_gap=mip_gap, threads=threads, warm_start=start, relax=relax,
-            integer_columns=self.integer_columns(), presolve=presolve, on_poll=on_poll,
-        )
-        self.solve_seconds += result.seconds
-        self.abandoned = result.abandoned
-        return result
+    def solve(self, request: SolveRequest) -> SolveResult:
+        """Solve the model as it is now (rows added since the last solve included)."""
 
-    def solve_within(
-        self, bounds: dict[tuple[str, Hashable], tuple[float, float]], **solve_args
-    ) -> SolveResult:
+    def solve_within(self, bounds: ColumnBounds, request: SolveRequest) -> SolveResult:
         """Solve with some columns' bounds narrowed (a sub-MIP), then restore them."""
-        if self.abandoned:
-            return self.solve(**solve_args)
-        h = self.highs()
-        cols = np.array([self.column(n, k) for n, k in bounds], dtype=np.int32)
-        old_lower, old_upper = self.column_bounds(cols)
-        new = np.array(list(bounds.values()), dtype=np.float64).reshape(-1, 2)
-        h.changeColsBounds(len(cols), cols, new[:, 0].copy(), new[:, 1].copy())
-        try:
-            return self.solve(**solve_args)
-        finally:
-            if not self.abandoned:
-                h.changeColsBounds(len(cols), cols, old_lower, old_upper)
-
-    def integer_columns(self) -> np.ndarray | None:
-        """Integer columns, when the builder knows them without asking HiGHS."""
-        return None
-
-    def column_bounds(self, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        lp = self.highs().getLp()
-        return np.asarray(lp.col_lower_)[cols], np.asarray(lp.col_upper_)[cols]
 
     def values(self, result: SolveResult, name: str, keys: Iterable[Hashable]) -> dict[Hashable, float]:
-        return {k: float(result.values[self.column(name, k)]) for k in keys}
+        """The values of variables `name[key]` at `result`."""
 
 
-class HighsBuilder(Builder):
-    """Columns and rows collected in flat arrays and passed to highspy in two bulk calls."""
+class HighsBuilder(ModelBuilder):
+    """Columns and rows collected in flat arrays and passed to highspy in two bulk calls; solved by run_highs
+    (the watchdog, warm starts, MIP callbacks)."""
+
+    solve_seconds: float = 0.0
+    abandoned: bool = False
 
     def __init__(self, name: str = "optsched"):
         self.name = name
@@ -112,6 +72,43 @@ class HighsBuilder(Builder):
         self._maximise = False
         self._h = None
         self.row_keys: list[tuple[str, Hashable]] = []
+
+    def prepare(self) -> None:
+        self.highs()
+
+    def solve(self, request: SolveRequest) -> SolveResult:
+        if self.abandoned:
+            return SolveResult(Outcome.limit_without_solution, None, None, 0.0, None, abandoned=True)
+        h = self.highs()
+        start = None
+        if request.warm_start:
+            cols = [(self.column(n, k), v) for (n, k), v in request.warm_start.items() if self.has(n, k)]
+            start = (np.array([c for c, _ in cols], dtype=np.int32), np.array([v for _, v in cols]))
+        result = run_highs(
+            h, wall_deadline=request.wall_deadline, mip_gap=request.mip_gap, threads=request.threads,
+            warm_start=start, relax=request.relax, integer_columns=self.integer_columns(), presolve=request.presolve,
+            on_poll=request.on_poll,
+        )
+        self.solve_seconds += result.seconds
+        self.abandoned = result.abandoned
+        return result
+
+    def solve_within(self, bounds: ColumnBounds, request: SolveRequest) -> SolveResult:
+        if self.abandoned:
+            return self.solve(request)
+        h = self.highs()
+        cols = np.array([self.column(n, k) for n, k in bounds], dtype=np.int32)
+        old_lower, old_upper = self.column_bounds(cols)
+        new = np.array(list(bounds.values()), dtype=np.float64).reshape(-1, 2)
+        h.changeColsBounds(len(cols), cols, new[:, 0].copy(), new[:, 1].copy())
+        try:
+            return self.solve(request)
+        finally:
+            if not self.abandoned:
+                h.changeColsBounds(len(cols), cols, old_lower, old_upper)
+
+    def values(self, result: SolveResult, name: str, keys: Iterable[Hashable]) -> dict[Hashable, float]:
+        return solution_values(result, self.column, name, keys)
 
     def add_variables(self, name, keys, lower, upper, integer):
         if self._h is not None:
@@ -227,7 +224,10 @@ class HighsBuilder(Builder):
         h.changeObjectiveSense(self._sense.kMaximize if self._maximise else self._sense.kMinimize)
 
 
-BACKENDS = {"highs": HighsBuilder, "pyomo": PyomoBuilder}
+# A built model of either backend: the families wrote it as a ModelBuilder, it solves as a SolverBackend (mypy
+# checks that both satisfy the protocol wherever a Builder is passed as one, as the planner's strategies do).
+Builder = HighsBuilder | PyomoBuilder
+BACKENDS: dict[str, Callable[[str], Builder]] = {"highs": HighsBuilder, "pyomo": PyomoBuilder}
 
 
 def make_builder(backend: str, name: str) -> Builder:

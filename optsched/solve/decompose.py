@@ -36,9 +36,6 @@ from optsched.solve.options import SolveOptions
 
 log = logging.getLogger(__name__)
 
-# Each part aims at about this many placement options (jobs x groups x levels): an M-sized MILP proves 1 % in
-# about a second (bench/results/planner.md).
-PART_OPTIONS = 15_000
 SolveFn = Callable[..., Plan]
 # Share of the time left that merging, the final check and extraction keep back from the parts.
 MERGE_SHARE = 0.08
@@ -62,9 +59,9 @@ def frozen_jobs(first: Counts, part_of_group: np.ndarray) -> Counts:
     return {key: n for key, n in first.items() if n > 0 and len(parts[key[0]]) > 1}
 
 
-def part_count(data: ModelData) -> int:
-    """k with about PART_OPTIONS options per part: options fall as k^2 (jobs and groups are both split)."""
-    return max(1, min(len(data.groups), math.ceil(math.sqrt(option_count(data) / PART_OPTIONS))))
+def part_count(data: ModelData, part_options: int) -> int:
+    """k with about `part_options` options per part: options fall as k^2 (jobs and groups are both split)."""
+    return max(1, min(len(data.groups), math.ceil(math.sqrt(option_count(data) / part_options))))
 
 
 def option_count(data: ModelData) -> int:
@@ -223,16 +220,19 @@ def _init_worker(reports) -> None:
     _reports = reports
 
 
-def _solve_part(solve: SolveFn, index: int, part: Part, time_limit_s: float, mip_gap: float, threads: int | None):
-    """Solve one part in a worker with `solve` (the planner's solve_workload); improved plans go to the report
-    queue as they come."""
+def _solve_part(
+    solve: SolveFn, index: int, part: Part, time_limit_s: float, mip_gap: float, options: SolveOptions,
+    threads: int | None,
+) -> Plan:
+    """Solve one part in a worker with `solve` (the planner's solve_workload) and `options` (hooks are set here);
+    improved plans go to the report queue as they come."""
 
     def report(plan: Plan) -> None:
         if _reports is not None:
             _reports.put((index, plan))
 
     sub = part.workload.model_copy(update={"options": Options(time_limit_s=time_limit_s, mip_gap=mip_gap)})
-    return solve(sub, SolveOptions(warm_start=part.warm_start, threads=threads, on_incumbent=report))
+    return solve(sub, options.replace(warm_start=part.warm_start, threads=threads, on_incumbent=report))
 
 
 # ---- caller side -------------------------------------------------------------------------------------------
@@ -243,12 +243,15 @@ def solve_parts(
     *,
     deadline: float,
     mip_gap: float,
-    workers: int,
+    options: SolveOptions,
     on_part_plan: Callable[[int, Plan], None],
 ) -> None:
-    """Solve every part by `deadline`, `workers` at a time (in this process when it may not have children);
+    """Solve every part by `deadline` with `options`, `options.part_workers` at a time (in this process when it
+    may not have children);
     `on_part_plan(i, plan)` hears each improved plan of part i, the final ones included. Each part starts with
     the time left over the waves still to run, so time a quick part leaves goes to the parts after it."""
+    workers = options.part_workers
+
     def time_for(remaining_parts: int) -> float:
         return (deadline - time.monotonic()) / math.ceil(remaining_parts / max(1, workers))
 
@@ -258,7 +261,7 @@ def solve_parts(
             limit = time_for(len(parts) - i)
             if limit <= 0.05:
                 break
-            on_part_plan(i, _solve_part(solve, i, part, limit, mip_gap, None))
+            on_part_plan(i, _solve_part(solve, i, part, limit, mip_gap, options, None))
         return
     context = multiprocessing.get_context("fork")
     reports = context.Queue()
@@ -273,7 +276,7 @@ def solve_parts(
                 waiting.clear()
                 return
             i = waiting.pop(0)
-            futures[pool.submit(_solve_part, solve, i, parts[i], limit, mip_gap, 1)] = i
+            futures[pool.submit(_solve_part, solve, i, parts[i], limit, mip_gap, options, 1)] = i
 
     try:
         submit()
@@ -302,12 +305,13 @@ def solve_parts(
 
 
 def solve_decomposed(
-    data: ModelData, first: Counts, solve: SolveFn, *, deadline: float, mip_gap: float, workers: int,
+    data: ModelData, first: Counts, solve: SolveFn, *, deadline: float, mip_gap: float, options: SolveOptions,
     consider: Callable[[Counts], None], round_: int = 0,
 ) -> int:
     """Split, solve the parts with `solve` (the planner's solve_workload, passed in: this module sits below the
-    planner), and hand every improved merged plan to `consider`; returns the number of parts."""
-    k = part_count(data)
+    planner) and `options` (picklable: no hooks), and hand every improved merged plan to `consider`; returns the
+    number of parts."""
+    k = part_count(data, options.part_options)
     parts = split(data, first, k, round_)
     frozen = frozen_jobs(first, _part_of_group(data, parts))
     best: list[tuple[float, Counts] | None] = [None] * len(parts)
@@ -329,5 +333,5 @@ def solve_decomposed(
 
     # Parts overrun their limits a little (their own set-up and extraction): they stop early enough for the merge.
     parts_deadline = deadline - MERGE_SHARE * max(0.0, deadline - time.monotonic())
-    solve_parts(parts, solve, deadline=parts_deadline, mip_gap=mip_gap, workers=workers, on_part_plan=on_part_plan)
+    solve_parts(parts, solve, deadline=parts_deadline, mip_gap=mip_gap, options=options, on_part_plan=on_part_plan)
     return len(parts)

@@ -6,7 +6,7 @@ import time
 
 from optsched.model.data import ModelData, eligible
 from optsched.schema.names import Family, constraint_name
-from optsched.solve.highs import Outcome
+from optsched.solve.highs import Outcome, SolveRequest
 
 # Each least-power probe of an infeasible workload gets this long; a probe that times out says nothing.
 PROBE_TIME_LIMIT_S = 5.0
@@ -115,7 +115,7 @@ def least_power(data: ModelData, domain: str | None, *, keep_domain_budgets: boo
         return idle
     b = build_model(data, with_budgets=keep_domain_budgets)
     b.set_objective(terms, idle, maximise=False)
-    result = b.solve(wall_deadline=time.monotonic() + PROBE_TIME_LIMIT_S, mip_gap=1e-6)
+    result = b.solve(SolveRequest(time.monotonic() + PROBE_TIME_LIMIT_S, 1e-6))
     if result.outcome == Outcome.infeasible:
         return None
     return result.bound

@@ -1,14 +1,16 @@
-"""Running HiGHS: a wall-clock watchdog, warm starts, LP relaxations, and one map from HiGHS statuses to ours."""
+"""Running HiGHS: a wall-clock watchdog, warm starts, LP relaxations, and the statuses of HiGHS (`map_status`) and
+of Pyomo's HiGHS interface (`map_pyomo_status`) mapped to our `Outcome` in this one module."""
 
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
@@ -75,7 +77,7 @@ _LIMITS = {
 _ERRORS = {_MS.kLoadError, _MS.kModelError, _MS.kPresolveError, _MS.kSolveError, _MS.kPostsolveError, _MS.kNotset}
 
 
-def map_status(status, has_solution: bool) -> Outcome:
+def map_status(status: highspy.HighsModelStatus, has_solution: bool) -> Outcome:
     """Every HiGHS model status to our Outcome; an unknown one is logged and kept only if it left a solution."""
     if status == _MS.kOptimal:
         return Outcome.optimal
@@ -91,6 +93,53 @@ def map_status(status, has_solution: bool) -> Outcome:
     return Outcome.limit_with_solution if has_solution else Outcome.error
 
 
+def pyomo_has_solution(solution_status: object) -> bool:
+    """Whether Pyomo's solution status says a point was loaded (feasible or optimal)."""
+    from pyomo.contrib.solver.common.results import SolutionStatus
+
+    return solution_status in (SolutionStatus.feasible, SolutionStatus.optimal)
+
+
+def map_pyomo_status(termination, has_solution: bool) -> Outcome:
+    """Every Pyomo termination condition to our Outcome (the sibling of optsched.solve.highs.map_status); an unknown
+    one is logged and kept only if it left a solution."""
+    outcome = _termination_map().get(termination)
+    if outcome is None:
+        log.warning("Pyomo's HiGHS interface ended with unexpected termination condition %s", termination)
+        return Outcome.limit_with_solution if has_solution else Outcome.error
+    if outcome is Outcome.limit_with_solution and not has_solution:
+        return Outcome.limit_without_solution
+    if outcome is Outcome.error:
+        log.error("HiGHS (through Pyomo) failed with %s", termination)
+    return outcome
+
+
+@functools.cache
+def _termination_map() -> dict:
+    from pyomo.contrib.solver.common.results import TerminationCondition as TC
+
+    return {
+        TC.convergenceCriteriaSatisfied: Outcome.optimal,
+        TC.maxTimeLimit: Outcome.limit_with_solution,
+        TC.iterationLimit: Outcome.limit_with_solution,  # also HiGHS's solution limit
+        TC.objectiveLimit: Outcome.limit_with_solution,
+        TC.minStepLength: Outcome.limit_with_solution,
+        TC.interrupted: Outcome.limit_with_solution,
+        # Not proven infeasible: only no point found, as when a limit stops the search.
+        TC.locallyInfeasible: Outcome.limit_with_solution,
+        TC.provenInfeasible: Outcome.infeasible,
+        # Every variable of our models is bounded, so "infeasible or unbounded" can only be infeasible.
+        TC.infeasibleOrUnbounded: Outcome.infeasible,
+        # Our models are bounded: an unbounded one was broken by a row added to them.
+        TC.unbounded: Outcome.error,
+        TC.error: Outcome.error,
+        TC.licensingProblems: Outcome.error,
+        TC.emptyModel: Outcome.error,
+        # TC.unknown (HiGHS's "unknown", "interrupt" and "memory limit", among others) is deliberately absent:
+        # it takes the logged fallback of map_pyomo_status.
+    }
+
+
 @dataclass(frozen=True)
 class SolveResult:
     outcome: Outcome
@@ -103,8 +152,34 @@ class SolveResult:
     abandoned: bool = False
 
 
+def solution_values(
+    result: SolveResult, column: Callable[[str, Hashable], int], name: str, keys: Iterable[Hashable]
+) -> dict[Hashable, float]:
+    """The values of variables `name[key]` at `result`, `column(name, key)` giving each one's column."""
+    if result.values is None:
+        raise ValueError(f"no solution to read {name!r} from ({result.outcome.value})")
+    values = result.values
+    return {k: float(values[column(name, k)]) for k in keys}
+
+
 # Called from the waiting thread with (model objective, column values or None if no new point, model bound or None).
 Poll = Callable[[float | None, np.ndarray | None, float | None], None]
+
+
+@dataclass(frozen=True)
+class SolveRequest:
+    """One solve of a built model, whichever backend (optsched.solve.backends.SolverBackend.solve): until
+    `wall_deadline` (time.monotonic) or a relative gap of `mip_gap`; `relax` solves the LP relaxation; `warm_start`
+    maps (variable block, key) to a starting value; `presolve` is on for sub-MIPs only; `on_poll` receives each
+    improved MIP incumbent (and the bound) while HiGHS runs."""
+
+    wall_deadline: float
+    mip_gap: float
+    threads: int | None = None
+    warm_start: Mapping[tuple[str, Hashable], float] | None = None
+    relax: bool = False
+    presolve: bool = False
+    on_poll: Poll | None = None
 
 
 class _Incumbents:

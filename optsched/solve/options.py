@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from optsched.model.constraints import ExtraFunctionality
 from optsched.model.objectives import ExtraObjective
@@ -21,6 +21,8 @@ OnIncumbent = Callable[[Plan], None]
 # job id -> {(device group id, cap_w): devices}, e.g. a baseline's or the current plan's allocations
 WarmStart = Mapping[str, Mapping[tuple[str, float], int]]
 BACKENDS = ("highs", "pyomo")
+StrategyName = Literal["auto", "direct", "columns", "parts", "heuristic"]
+STRATEGIES: tuple[StrategyName, ...] = ("auto", "direct", "columns", "parts", "heuristic")
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,14 @@ class SolveOptions:
     (both build the same rows). `extra_functionality(builder, data)` adds rows of the caller's own;
     `extra_objective` adds terms to the objective (re-planning's move cost). `progress` is called whenever the
     best plan or the bound improves; `on_incumbent(plan)` receives each improved plan while solving.
+
+    `strategy` says how the search runs (optsched.solve.strategies.choose_strategy decides from these fields):
+    "auto" picks by size, "direct" the one MILP, "columns" column generation, "parts" the decomposition,
+    "heuristic" the first plan re-placed along Lagrangian prices. A forced strategy that cannot apply to the
+    workload (columns for min_power, any but direct with extra rows or terms) leaves the choice to "auto".
+    Under "auto": above `direct_max_options` placement options a plain workload on HiGHS is split, by column
+    generation for weighted_speedup up to `column_max_options` options (0: never), by parts otherwise; the
+    parts aim at `part_options` options each and run in `part_workers` processes.
     """
 
     time_limit_s: float | None = None
@@ -42,8 +52,25 @@ class SolveOptions:
     extra_objective: ExtraObjective | None = None
     progress: Progress | None = None
     on_incumbent: OnIncumbent | None = None
+    strategy: StrategyName = "auto"
+    # The measured crossover of one MILP against the parts on 2 cores (bench/results/planner-large.md).
+    direct_max_options: int = 150_000
+    # Above this column generation does not converge within a minute on 2 cores (10,000 x 100: 22 rounds in 36 s,
+    # its plan 33,113 against the parts' 41,856; bench/results/planner-large.md): the parts take them.
+    column_max_options: int = 2_000_000
+    # An M-sized MILP proves 1 % in about a second (bench/results/planner.md).
+    part_options: int = 15_000
+    part_workers: int = 2
 
     def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {STRATEGIES}, not {self.strategy!r}")
+        for name in ("direct_max_options", "column_max_options"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, not {getattr(self, name)!r}")
+        for name in ("part_options", "part_workers"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, not {getattr(self, name)!r}")
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, not {self.backend!r}")
         if self.time_limit_s is not None and not self.time_limit_s > 0:

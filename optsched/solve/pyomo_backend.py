@@ -22,18 +22,17 @@ incumbents), no watchdog (HiGHS's own time limit stops it, checked between its w
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import os
 import time
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from optsched.model.builder import ModelBuilder
-from optsched.solve.highs import Outcome, SolveResult
+from optsched.solve.highs import SolveRequest, SolveResult, map_pyomo_status, pyomo_has_solution, solution_values
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +40,8 @@ SOLVER = "highs"  # the name of HiGHS in pyomo.contrib.solver.common.factory.Sol
 
 
 class PyomoBuilder(ModelBuilder):
-    """The rows as Pyomo components. Offers the solving interface of optsched.solve.backends.Builder (`prepare`,
-    `solve`, `solve_within`, `values`, `solve_seconds`) but no `highs()`: Pyomo does the hand-off to HiGHS."""
+    """The rows as Pyomo components. Satisfies optsched.solve.backends.SolverBackend (`prepare`, `solve`,
+    `solve_within`, `values`, `solve_seconds`) but has no `highs()`: Pyomo does the hand-off to HiGHS."""
 
     solve_seconds: float = 0.0  # time spent in Pyomo's solve (updates, HiGHS, results) over every solve
     abandoned: bool = False  # Pyomo's solve returns only once HiGHS has stopped: nothing is ever left running
@@ -134,28 +133,20 @@ class PyomoBuilder(ModelBuilder):
             self._solver.set_objective(self.model.component("objective"))
             self._objective_changed = False
 
-    def solve(
-        self,
-        *,
-        wall_deadline: float,
-        mip_gap: float,
-        threads: int | None = None,
-        warm_start: dict[tuple[str, Hashable], float] | None = None,
-        relax: bool = False,
-        presolve: bool = False,
-        on_poll: Callable | None = None,
-    ) -> SolveResult:
-        """Solve until `wall_deadline` (time.monotonic); `relax` solves the LP relaxation (our integer variables
-        made continuous until the next integer solve). `warm_start` and `on_poll` are not supported (module doc)."""
+    def solve(self, request: SolveRequest) -> SolveResult:
+        """`relax` makes our integer variables continuous until the next integer solve; `warm_start` and `on_poll`
+        are not supported (module doc)."""
         self.prepare()
-        self._relax(relax)
-        if warm_start:
-            log.debug("the Pyomo backend ignores warm starts (%d values)", len(warm_start))
+        self._relax(request.relax)
+        if request.warm_start:
+            log.debug("the Pyomo backend ignores warm starts (%d values)", len(request.warm_start))
         shown = os.environ.get("OPTSCHED_HIGHS_LOG") == "1"
-        limits: dict[str, Any] = {"time_limit": max(0.01, wall_deadline - time.monotonic()), "rel_gap": mip_gap,
-                                  "abs_gap": 1e-9}  # HiGHS's default 1e-6 stops short of small relative gaps
-        if threads is not None:
-            limits["threads"] = threads
+        limits: dict[str, Any] = {
+            "time_limit": max(0.01, request.wall_deadline - time.monotonic()), "rel_gap": request.mip_gap,
+            "abs_gap": 1e-9,  # HiGHS's default 1e-6 stops short of small relative gaps
+        }
+        if request.threads is not None:
+            limits["threads"] = request.threads
         started = time.perf_counter()
         results = self._solver.solve(
             self.model,
@@ -163,10 +154,10 @@ class PyomoBuilder(ModelBuilder):
             raise_exception_on_nonoptimal_result=False,
             tee=shown,
             # presolve off as in optsched.solve.highs.run_highs: it costs more than it saves on the full model.
-            solver_options={"presolve": "on" if presolve else "off", "output_flag": shown},
+            solver_options={"presolve": "on" if request.presolve else "off", "output_flag": shown},
             **limits,
         )
-        has_solution = results.solution_status in _statuses_with_solution()
+        has_solution = pyomo_has_solution(results.solution_status)
         values = self._load_values(results) if has_solution else None
         seconds = time.perf_counter() - started
         self.solve_seconds += seconds
@@ -180,9 +171,8 @@ class PyomoBuilder(ModelBuilder):
         )
 
     def solve_within(
-        self, bounds: dict[tuple[str, Hashable], tuple[float, float]], **solve_args
+        self, bounds: Mapping[tuple[str, Hashable], tuple[float, float]], request: SolveRequest
     ) -> SolveResult:
-        """Solve with some variables' bounds narrowed (a sub-MIP), then restore them."""
         self.prepare()
         narrowed = [(self._vars[self.column(n, k)], lo, hi) for (n, k), (lo, hi) in bounds.items()]
         saved = [(v, v.lb, v.ub) for v, _, _ in narrowed]
@@ -191,7 +181,7 @@ class PyomoBuilder(ModelBuilder):
             v.setub(_finite(hi))
         self._solver.update_variables([v for v, _, _ in narrowed])
         try:
-            return self.solve(**solve_args)
+            return self.solve(request)
         finally:
             for v, lo, hi in saved:
                 v.setlb(lo)
@@ -199,7 +189,7 @@ class PyomoBuilder(ModelBuilder):
             self._solver.update_variables([v for v, _, _ in saved])
 
     def values(self, result: SolveResult, name: str, keys: Iterable[Hashable]) -> dict[Hashable, float]:
-        return {k: float(result.values[self.column(name, k)]) for k in keys}
+        return solution_values(result, self.column, name, keys)
 
     def _relax(self, relax: bool) -> None:
         """Our integer variables continuous (their bounds are explicit, so this is the LP relaxation) or integer again.
@@ -219,7 +209,7 @@ class PyomoBuilder(ModelBuilder):
         return np.array([_value_or_lower(v) for v in self._vars], dtype=np.float64)
 
 
-def _finite(bound: float) -> float | None:
+def _finite(bound: float | None) -> float | None:
     return None if bound is None or math.isinf(bound) else float(bound)
 
 
@@ -227,51 +217,3 @@ def _value_or_lower(v) -> float:
     if v.value is not None:
         return v.value
     return v.lb if v.lb is not None else 0.0
-
-
-@functools.cache
-def _statuses_with_solution() -> frozenset:
-    from pyomo.contrib.solver.common.results import SolutionStatus
-
-    return frozenset({SolutionStatus.feasible, SolutionStatus.optimal})
-
-
-def map_pyomo_status(termination, has_solution: bool) -> Outcome:
-    """Every Pyomo termination condition to our Outcome (the sibling of optsched.solve.highs.map_status); an unknown
-    one is logged and kept only if it left a solution."""
-    outcome = _termination_map().get(termination)
-    if outcome is None:
-        log.warning("Pyomo's HiGHS interface ended with unexpected termination condition %s", termination)
-        return Outcome.limit_with_solution if has_solution else Outcome.error
-    if outcome is Outcome.limit_with_solution and not has_solution:
-        return Outcome.limit_without_solution
-    if outcome is Outcome.error:
-        log.error("HiGHS (through Pyomo) failed with %s", termination)
-    return outcome
-
-
-@functools.cache
-def _termination_map() -> dict:
-    from pyomo.contrib.solver.common.results import TerminationCondition as TC
-
-    return {
-        TC.convergenceCriteriaSatisfied: Outcome.optimal,
-        TC.maxTimeLimit: Outcome.limit_with_solution,
-        TC.iterationLimit: Outcome.limit_with_solution,  # also HiGHS's solution limit
-        TC.objectiveLimit: Outcome.limit_with_solution,
-        TC.minStepLength: Outcome.limit_with_solution,
-        TC.interrupted: Outcome.limit_with_solution,
-        # Not proven infeasible: only no point found, as when a limit stops the search.
-        TC.locallyInfeasible: Outcome.limit_with_solution,
-        TC.provenInfeasible: Outcome.infeasible,
-        # Every variable of our models is bounded, so "infeasible or unbounded" can only be infeasible.
-        TC.infeasibleOrUnbounded: Outcome.infeasible,
-        # Our models are bounded: an unbounded one was broken by a row added to them.
-        TC.unbounded: Outcome.error,
-        TC.error: Outcome.error,
-        TC.licensingProblems: Outcome.error,
-        TC.emptyModel: Outcome.error,
-        # TC.unknown (HiGHS's "unknown", "interrupt" and "memory limit", among others) is deliberately absent:
-        # it takes the logged fallback of map_pyomo_status.
-    }
-

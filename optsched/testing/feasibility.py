@@ -11,7 +11,7 @@ import optsched
 from optsched.baselines import BASELINES
 from optsched.schema.plan import Plan, Status
 from optsched.schema.workload import Workload
-from optsched.solve.planner import MIN_GAP
+from optsched.solve.incumbent import MIN_GAP
 
 # Objectives are sums of speedups or watts of order 1-1000; this absorbs float noise in the recomputation.
 ABS_TOL = 1e-6

@@ -1,0 +1,210 @@
+"""The restricted master of column generation (optsched.solve.columns): one column per job allocation, its LP
+duals and its integer solve in HiGHS."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cached_property
+
+import highspy
+import numpy as np
+
+from optsched.model.data import ModelData
+from optsched.solve.bound import Relaxation
+from optsched.solve.extract import Counts
+from optsched.solve.highs import Outcome, new_highs, run_highs
+
+Consider = Callable[[Counts], None]
+Column = tuple[tuple[tuple[int, int], int], ...]  # ((kept level, devices), ...) of one job
+
+
+class ColumnMaster:
+    """The restricted master in HiGHS, grown column by column; rows: jobs, then groups, then budgets.
+
+    `members` (default: every job) and `scale` make a sample's master: only those jobs, capacities and budget
+    headroom times `scale`, no job required (a sample's must-run jobs may not fit its share); its duals
+    approximate the whole master's (see `sample_prices`)."""
+
+    def __init__(self, data: ModelData, members: np.ndarray | None = None, scale: float = 1.0):
+        self.data = data
+        a = data.arrays
+        self.a = a
+        self.relax = Relaxation(data)
+        self.extra = self.relax.extra  # [K] W above idle per device at each kept level
+        self.member = self.relax.member  # [G, B]
+        self.headroom = self.relax.headroom  # [B]
+        self.jobs, self.groups, self.budget_rows = len(a.p), len(a.count), len(self.headroom)
+        self.members = np.arange(self.jobs) if members is None else np.sort(members)
+        self.row = np.full(self.jobs, -1, dtype=np.int64)
+        self.row[self.members] = np.arange(len(self.members))
+        self.column_job: list[int] = []
+        self.columns: list[Column] = []
+        self.values: list[float] = []
+        self.broken = False  # HiGHS ignored an interrupt and still runs: this master solves nothing more
+        self.index: dict[tuple[int, Column], int] = {}  # (job, column) -> its position in the master
+        self.lp_x = np.zeros(0)  # the last LP solution, one value per column
+        self.lp_reduced = np.zeros(0)  # and the columns' reduced profits there (<= 0 at an optimum)
+        self.h = new_highs()
+        h, inf = self.h, highspy.kHighsInf
+        h.setOptionValue("presolve", "off")
+        must = a.must[self.members].astype(np.float64) if members is None else np.zeros(len(self.members))
+        lower = np.concatenate((must, np.full(self.groups + self.budget_rows, -inf)))
+        upper = np.concatenate((np.ones(len(self.members)), scale * a.count.astype(np.float64), scale * self.headroom))
+        h.addRows(len(lower), lower, upper, 0, np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
+        h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+
+    # -- columns ---------------------------------------------------------------------------------------------
+
+    def value_of(self, j: int, column: Column) -> float:
+        """w_j S_j of job j holding `column` (the host is its fastest device)."""
+        a = self.a
+        speeds = [a.factor[j, a.level_group[k]] * a.level_speed[k] for k, _ in column]
+        r = sum(s * n for s, (_, n) in zip(speeds, column))
+        host = max(speeds)
+        p = a.p[j]
+        return float(a.weight[j] / ((1.0 - p) / host + p / r))
+
+    def add(self, new: list[tuple[int, Column]]) -> int:
+        """Add the columns not already in the master; returns how many were new."""
+        fresh = list(dict.fromkeys((j, c) for j, c in new if (j, c) not in self.index and self.row[j] >= 0))
+        if not fresh:
+            return 0
+        starts, index, coef, cost = [], [], [], []
+        G, base_budget = len(self.members), len(self.members) + self.groups
+        for j, column in fresh:
+            self.index[(j, column)] = len(self.columns)
+            devices = np.zeros(self.groups)
+            watts = np.zeros(self.budget_rows)
+            for k, n in column:
+                g = self.a.level_group[k]
+                devices[g] += n
+                watts += n * self.extra[k] * self.member[g]
+            starts.append(len(index))
+            rows = [int(self.row[j])] + [G + g for g in np.flatnonzero(devices)] + [base_budget + b for b in np.flatnonzero(watts)]
+            vals = [1.0] + devices[devices != 0].tolist() + watts[watts != 0].tolist()
+            index.extend(rows)
+            coef.extend(vals)
+            value = self.value_of(j, column)
+            cost.append(value)
+            self.column_job.append(j)
+            self.columns.append(column)
+            self.values.append(value)
+        n = len(fresh)
+        self.h.addCols(
+            n, np.array(cost), np.zeros(n), np.ones(n), len(index), np.array(starts, dtype=np.int32),
+            np.array(index, dtype=np.int32), np.array(coef, dtype=np.float64),
+        )
+        return n
+
+    def add_counts(self, counts: Counts) -> int:
+        """Every placed job's allocation in `counts` as a column (a plan's columns keep it reachable)."""
+        return self.add(self._columns_in(counts))
+
+    def _columns_in(self, counts: Counts) -> list[tuple[int, Column]]:
+        """Each placed job of `counts` with its allocation as a column."""
+        per_job: dict[int, list[tuple[int, int]]] = {}
+        for (j, g, lv), n in counts.items():
+            if n > 0:
+                per_job.setdefault(j, []).append((self.level_of[(g, lv)], n))
+        return [(j, tuple(sorted(c))) for j, c in per_job.items()]
+
+    @cached_property
+    def level_of(self) -> dict[tuple[int, int], int]:
+        """(group, level index) -> kept level."""
+        return {(int(g), int(lv)): k for k, (g, lv) in enumerate(zip(self.a.level_group, self.a.level_index))}
+
+    def counts(self, x: np.ndarray) -> Counts:
+        """The allocation of the columns chosen in an integer solution x."""
+        out: Counts = {}
+        a = self.a
+        for c in np.flatnonzero(x > 0.5):
+            j = self.column_job[c]
+            for k, n in self.columns[c]:
+                key = (j, int(a.level_group[k]), int(a.level_index[k]))
+                out[key] = out.get(key, 0) + n
+        return out
+
+    # -- LP --------------------------------------------------------------------------------------------------
+
+    def solve_lp(self, deadline: float) -> tuple[float, np.ndarray, np.ndarray, np.ndarray] | None:
+        """(LP value, sigma [J], mu [G], lambda [B]) at the master's LP optimum, or None if not solved in time."""
+        if self.broken:
+            return None
+        result = run_highs(self.h, wall_deadline=deadline, mip_gap=0.0, relax=True, integer_columns=np.zeros(0, dtype=np.int32))
+        self.broken = result.abandoned
+        if result.outcome != Outcome.optimal or result.abandoned:
+            return None
+        solution = self.h.getSolution()
+        self.lp_x = np.asarray(solution.col_value)
+        reduced = np.asarray(solution.col_dual)
+        dual = np.asarray(solution.row_dual)
+        # HiGHS's row duals are d(objective)/d(row bound): for this maximisation, >= 0 on binding upper bounds.
+        # A column at its bound of 1 holds part of its job's dual (a positive reduced profit): move it into
+        # sigma_j, so that sigma_j is all a new column of the job must beat (the same LP optimum, dual feasible).
+        jobs = np.asarray(self.column_job, dtype=np.int64)
+        held = np.zeros(self.jobs)
+        np.maximum.at(held, jobs, np.maximum(reduced, 0.0))
+        n = len(self.members)
+        sigma = held
+        sigma[self.members] += dual[:n]
+        self.lp_reduced = reduced - held[jobs]
+        mu = np.maximum(dual[n: n + self.groups], 0.0)
+        lam = np.maximum(dual[n + self.groups:], 0.0)
+        return float(result.incumbent), sigma, mu, lam
+
+    def solve_mip(
+        self, deadline: float, gap: float, start: Counts | None, consider: Consider, threads=None,
+        keep: np.ndarray | None = None,
+    ):
+        """The integer master over the columns so far (only those in `keep`, when given, with the rest fixed at
+        0); it starts from `start`, whose columns join the master; each improving solution goes to `consider`."""
+        if self.broken:
+            return None
+        chosen = None
+        if start is not None:
+            placed = self._columns_in(start)
+            self.add(placed)
+            chosen = [self.index[key] for key in placed]
+        n = len(self.columns)
+        every = np.arange(n, dtype=np.int32)
+        h = self.h
+        h.changeColsIntegrality(n, every, np.ones(n, dtype=np.uint8))
+        if keep is not None:
+            keep = np.concatenate((keep, np.ones(n - len(keep), dtype=bool)))
+            if chosen is not None:
+                keep[chosen] = True
+            h.changeColsBounds(n, every, np.zeros(n), keep.astype(np.float64))
+        warm = None
+        if chosen is not None:
+            x = np.zeros(n)
+            x[chosen] = 1.0
+            warm = (every, x)
+
+        def on_poll(_objective, values, _bound):
+            if values is not None:
+                consider(self.counts(values))
+
+        result = run_highs(
+            h, wall_deadline=deadline, mip_gap=gap, threads=threads, warm_start=warm, on_poll=on_poll,
+            presolve=keep is not None,
+        )
+        self.broken = result.abandoned
+        if not result.abandoned:
+            h.changeColsIntegrality(n, every, np.zeros(n, dtype=np.uint8))
+            if keep is not None:
+                h.changeColsBounds(n, every, np.zeros(n), np.ones(n))
+        if result.values is not None:
+            consider(self.counts(result.values))
+        return result
+
+    # -- prices ----------------------------------------------------------------------------------------------
+
+    def level_prices(self, mu: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        """pi_k = mu_g + lambda . (cap - idle) over the budgets g draws from, per kept level."""
+        return mu[self.a.level_group] + self.extra * (self.member @ lam)[self.a.level_group]
+
+    def near_lp(self, share: float) -> np.ndarray:
+        """Columns the last LP uses, and those whose reduced profit is within `share` of their value: the
+        neighbourhood of the LP optimum where the integer master looks first."""
+        values = np.asarray(self.values[: len(self.lp_x)])
+        return (self.lp_x > 1e-9) | (self.lp_reduced >= -share * values)

@@ -1,0 +1,291 @@
+"""Pricing for column generation (optsched.solve.columns): at the master's duals, each job's allocation with the
+best positive reduced profit (one level's devices besides the host, or devices spread over groups)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from optsched.model.data import Arrays
+from optsched.schema.tolerances import DEADLINE_RTOL
+from optsched.solve.columns.master import Column, ColumnMaster
+
+# Jobs priced per vectorised block (bounds the memory of the job x host x extra x count arrays).
+PRICE_BLOCK = 128
+# Extra levels tried besides the frontier: the cheapest per unit of speed at the current prices.
+EXTRA_LEVELS = 3
+# Weight of the sample's prices in the prices the rounds price at (the LP's duals have the rest).
+SMOOTHING = 0.5
+# Hosts per job the spread families try (those the single-level family rates best).
+SPREAD_HOSTS = 4
+# A reduced profit below this (relative to the job's weight) is no improvement.
+REDUCED_TOL = 1e-7
+# Deadlines are priced with this margin inside the verifier's tolerance (a column must stay valid exactly).
+DEADLINE_MARGIN = 1e-9
+
+
+class Pricing:
+    """Prices columns for `master`'s jobs at its duals (sigma per job, mu per device, lambda per watt)."""
+
+    def __init__(self, master: ColumnMaster):
+        self.master = master
+        self.a = master.a
+
+    def price(
+        self, sigma: np.ndarray, mu: np.ndarray, lam: np.ndarray, upper: np.ndarray | None = None
+    ) -> list[tuple[int, Column]]:
+        """Allocations with a positive reduced profit at these duals, the best one per job. `upper`
+        (a bound on each job's best profit at these prices, `bound_jobs`) skips the jobs that cannot have one."""
+        pi = self.master.level_prices(mu, lam)
+        tol = REDUCED_TOL * self.a.weight
+        candidates = self.master.row >= 0 if upper is None else (upper - sigma > tol) & (self.master.row >= 0)
+        out: list[tuple[int, Column]] = []
+        for block in self._blocks(np.flatnonzero(candidates)):
+            out.extend(self._price_block(block, sigma, pi))
+        return out
+
+    def _blocks(self, jobs: np.ndarray) -> list[np.ndarray]:
+        """`jobs` in blocks of PRICE_BLOCK with similar device limits (a block enumerates up to its largest)."""
+        order = jobs[np.argsort(self.limit[jobs], kind="stable")]
+        return [order[i: i + PRICE_BLOCK] for i in range(0, len(order), PRICE_BLOCK)]
+
+    @cached_property
+    def limit(self) -> np.ndarray:
+        return np.minimum(self.a.max_devices, self.a.count.max(initial=1))
+
+    def _price_block(self, jobs: np.ndarray, sigma: np.ndarray, pi: np.ndarray) -> list[tuple[int, Column]]:
+        a = self.a
+        s_all = a.speeds(jobs)  # [J, K]
+        J, K = s_all.shape
+        maxd = a.max_devices[jobs].astype(np.float64)
+        w, p = a.weight[jobs], a.p[jobs]
+        rows = np.arange(J)[:, None]
+        front, on_front = frontier(self.a, s_all, pi)  # [J, F]: the levels no other is both faster and cheaper than
+        hosts = front  # every frontier level may carry the serial part
+        H = hosts.shape[1]
+        s_host = np.where(on_front, s_all[rows, hosts], 0.0)  # [J, H]
+        # Extra levels: the frontier (the host's own level among them), and the cheapest per unit of speed.
+        ok = s_all > 0
+        ratio = np.where(ok, pi[None, :] / np.where(ok, s_all, 1.0), np.inf)  # [J, K]
+        e = min(EXTRA_LEVELS, K)
+        cheap = np.argpartition(ratio, e - 1, axis=1)[:, :e] if K > e else np.broadcast_to(np.arange(K), (J, K))
+        pool = np.concatenate((front, cheap), axis=1)
+        pool_s = np.where(np.concatenate((on_front, np.ones(cheap.shape, dtype=bool)), axis=1), s_all[rows, pool], 0.0)
+        extra = np.broadcast_to(pool[:, None, :], (J, H, pool.shape[1]))  # [J, H, E]
+        E = extra.shape[2]
+        s_extra = np.broadcast_to(pool_s[:, None, :], (J, H, E))
+        M = int(min(maxd.max(initial=1.0), a.count.max(initial=1)))  # extra devices 0 .. M-1
+        m = np.arange(M, dtype=np.float64)
+        same = a.level_group[extra] == a.level_group[hosts][:, :, None]
+        room = a.count[a.level_group[extra]] - same.astype(np.int64)  # extra devices besides the host
+        r = s_host[:, :, None, None] + m * s_extra[..., None]  # [J, H, E, M]
+        pp = p[:, None, None, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            top = np.maximum(s_host[:, :, None, None], np.where(m > 0, s_extra[..., None], 0.0))
+            S = 1.0 / ((1.0 - pp) / top + pp / r)
+            total = m + 1.0
+            valid = (
+                (s_host > 0)[:, :, None, None]
+                & ((m == 0) | (s_extra > 0)[..., None])
+                & (m <= room[..., None])
+                & (total <= maxd[:, None, None, None])
+                & (total >= a.min_devices[jobs][:, None, None, None])
+            )
+            valid &= self._meets_deadline(jobs, S)
+        # m = 0 is the same column whatever the extra level: keep it once (the host's own level).
+        valid[:, :, 1:, 0] = False
+        reduced = w[:, None, None, None] * S - pi[hosts][:, :, None, None] - m * pi[extra][..., None] - sigma[jobs][:, None, None, None]
+        flat = np.where(valid, reduced, -np.inf).reshape(J, -1)
+        best = flat.argmax(axis=1)
+        gains = flat[np.arange(J), best]
+        # The spread families cost more: only for the jobs the single-level one found nothing for, and only with
+        # the hosts that family rated best.
+        spread_gains, spread = np.full(J, -np.inf), [None] * J
+        rest = np.flatnonzero(~(gains > REDUCED_TOL * w))
+        if len(rest):
+            per_host = flat[rest].reshape(len(rest), H, -1).max(axis=2)
+            pick = np.argsort(-per_host, axis=1, kind="stable")[:, : min(SPREAD_HOSTS, H)]
+            sub = np.arange(len(rest))[:, None]
+            found, columns = self._spread_block(
+                jobs[rest], sigma, pi, s_all[rest], hosts[rest][sub, pick], s_host[rest][sub, pick]
+            )
+            spread_gains[rest] = found
+            for i, column in zip(rest, columns):
+                spread[i] = column
+        out: list[tuple[int, Column]] = []
+        for i in range(J):
+            gain = max(gains[i], spread_gains[i])
+            if not np.isfinite(gain) or gain <= REDUCED_TOL * w[i]:
+                continue
+            if spread_gains[i] > gains[i]:
+                out.append((int(jobs[i]), spread[i]))
+                continue
+            h, x_e, mm = np.unravel_index(best[i], (H, E, M))
+            k, l = int(hosts[i, h]), int(extra[i, h, x_e])
+            column = {k: 1}
+            if mm:
+                column[l] = column.get(l, 0) + int(mm)
+            out.append((int(jobs[i]), tuple(sorted(column.items()))))
+        return out
+
+    def _meets_deadline(self, jobs: np.ndarray, S: np.ndarray) -> np.ndarray:
+        """Runtime W / S <= D for speedups S [J, ...], with a margin inside the verifier's tolerance (a column
+        must stay valid exactly)."""
+        shape = (-1,) + (1,) * (S.ndim - 1)
+        deadline = self.a.deadline[jobs].reshape(shape)
+        work = self.a.work[jobs].reshape(shape)
+        return ~np.isfinite(deadline) | (work <= S * deadline * (1 + DEADLINE_RTOL - DEADLINE_MARGIN))
+
+    def _spread_block(self, jobs, sigma, pi, s_all, hosts, s_host) -> tuple[np.ndarray, list[Column | None]]:
+        """The other families: host k and m devices spread over groups, each filled to its room before the next
+        (no group faster than k): each group at its cheapest level per unit of speed, cheapest groups first; or
+        at its fastest level no faster than k, fastest groups first (cheapest among equals). They reach the
+        allocations that one group's room cannot hold. Per job: (best reduced profit, its column)."""
+        best_gains = np.full(len(jobs), -np.inf)
+        best_columns: list[Column | None] = [None] * len(jobs)
+        J, H = hosts.shape
+        variants = (
+            (np.broadcast_to(self.cheapest_levels(pi), (J, H, len(self.a.count))), False),
+            (self._fastest_below(s_all, s_host), True),
+        )
+        for level_of, fastest_first in variants:
+            gains, columns = self._spread(jobs, sigma, pi, s_all, hosts, s_host, level_of, fastest_first)
+            better = gains > best_gains
+            best_gains = np.where(better, gains, best_gains)
+            best_columns = [c if b else old for c, b, old in zip(columns, better, best_columns)]
+        return best_gains, best_columns
+
+    def cheapest_levels(self, pi: np.ndarray) -> np.ndarray:
+        """[G] each group's level with the least price per unit of speed (a job's factor scales a group's levels
+        alike)."""
+        a = self.a
+        order = np.lexsort((pi / a.level_speed, a.level_group))
+        _, first = np.unique(a.level_group[order], return_index=True)
+        return order[first]
+
+    @cached_property
+    def group_levels(self) -> np.ndarray:
+        """[G, L] the kept levels of each group, padded with -1."""
+        a = self.a
+        width = int(np.bincount(a.level_group, minlength=len(a.count)).max(initial=1))
+        out = np.full((len(a.count), width), -1, dtype=np.int64)
+        for g in range(len(a.count)):
+            levels = np.flatnonzero(a.level_group == g)
+            out[g, : len(levels)] = levels
+        return out
+
+    def _fastest_below(self, s_all: np.ndarray, s_host: np.ndarray) -> np.ndarray:
+        """[J, H, G] each group's fastest level no faster than the host (its slowest when none is)."""
+        levels = self.group_levels
+        speed = np.where(levels >= 0, s_all[:, np.maximum(levels, 0)], np.nan)  # [J, G, L]
+        fits = speed[:, None, :, :] <= s_host[:, :, None, None]
+        key = np.where(fits, speed[:, None, :, :], -np.inf)
+        pick = np.where(fits.any(axis=3), key.argmax(axis=3), np.nan_to_num(speed, nan=np.inf).argmin(axis=2)[:, None, :])
+        return levels[np.arange(levels.shape[0])[None, None, :], pick]
+
+    def _spread(
+        self, jobs, sigma, pi, s_all, hosts, s_host, level_of, fastest_first: bool
+    ) -> tuple[np.ndarray, list[Column | None]]:
+        a = self.a
+        J, H = hosts.shape
+        G = len(a.count)
+        sg = np.take_along_axis(np.broadcast_to(s_all[:, None, :], (J, H, s_all.shape[1])), level_of.reshape(J, H, G), axis=2)
+        pg = pi[level_of]  # [J, H, G]
+        allowed = (sg > 0) & (sg <= s_host[:, :, None])
+        ratio = np.where(allowed, pg / np.where(sg > 0, sg, 1.0), np.inf)
+        if fastest_first:
+            order = np.lexsort((ratio, np.where(allowed, -sg, np.inf)), axis=2)
+        else:
+            order = np.argsort(ratio, axis=2, kind="stable")
+        host_group = a.level_group[hosts]
+        room = a.count[None, None, :] - (np.arange(G)[None, None, :] == host_group[:, :, None])
+        room = np.where(allowed, room, 0)
+        room_s = np.take_along_axis(room, order, axis=2).astype(np.float64)
+        speed_s = np.take_along_axis(sg, order, axis=2)
+        price_s = np.take_along_axis(pg, order, axis=2)
+        cum_room = np.cumsum(room_s, axis=2)
+        cum_speed = np.cumsum(room_s * speed_s, axis=2)
+        cum_cost = np.cumsum(room_s * price_s, axis=2)
+        maxd = a.max_devices[jobs].astype(np.float64)
+        M = int(min(maxd.max(initial=1.0), a.count.sum()))
+        m = np.arange(M, dtype=np.float64)
+        full = (cum_room[..., None] <= m).sum(axis=2)  # [J, H, M] groups filled whole
+        prev = np.maximum(full - 1, 0)
+
+        def at(x, i):
+            return np.take_along_axis(x, i, axis=2)
+
+        base_room = np.where(full > 0, at(cum_room, prev), 0.0)
+        part = np.minimum(full, G - 1)
+        rest = m - base_room
+        extra_speed = np.where(full > 0, at(cum_speed, prev), 0.0) + rest * at(speed_s, part)
+        cost = np.where(full > 0, at(cum_cost, prev), 0.0) + rest * at(price_s, part)
+        p = a.p[jobs][:, None, None]
+        sh = s_host[:, :, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            S = 1.0 / ((1.0 - p) / sh + p / (sh + extra_speed))
+            valid = (
+                (sh > 0) & (m <= cum_room[..., -1:]) & (m + 1 <= maxd[:, None, None])
+                & (m + 1 >= a.min_devices[jobs][:, None, None]) & np.isfinite(extra_speed)
+            )
+            valid &= self._meets_deadline(jobs, S)
+        reduced = a.weight[jobs][:, None, None] * S - pi[hosts][:, :, None] - cost - sigma[jobs][:, None, None]
+        flat = np.where(valid, reduced, -np.inf).reshape(J, -1)
+        best = flat.argmax(axis=1)
+        gains = flat[np.arange(J), best]
+        columns: list[Column | None] = []
+        for i in range(J):
+            if not np.isfinite(gains[i]):
+                columns.append(None)
+                continue
+            h, left = divmod(int(best[i]), M)
+            column = {int(hosts[i, h]): 1}
+            for g in order[i, h]:
+                if left <= 0:
+                    break
+                n = min(int(room[i, h, g]), left)
+                if n > 0:
+                    k = int(level_of[i, h, g])
+                    column[k] = column.get(k, 0) + n
+                    left -= n
+            columns.append(tuple(sorted(column.items())))
+        return gains, columns
+
+    def smoothed(self, sigma, mu, lam, upper, center_mu, center_lam) -> list[tuple[int, Column]]:
+        """Columns priced at SMOOTHING x the center's prices + the rest x the LP's, for the jobs that may have
+        an improving column at the LP's (`upper`, as for `price`)."""
+        mu_s = SMOOTHING * center_mu + (1.0 - SMOOTHING) * mu
+        lam_s = SMOOTHING * center_lam + (1.0 - SMOOTHING) * lam
+        return self.price(sigma, mu_s, lam_s, upper)
+
+    def improving(self, new: list[tuple[int, Column]], sigma, mu, lam) -> list[tuple[int, Column]]:
+        """Those of `new` with a positive reduced profit at these duals."""
+        pi = self.master.level_prices(mu, lam)
+        return [
+            (j, c) for j, c in new
+            if self.master.value_of(j, c) - sum(pi[k] * n for k, n in c) - sigma[j] > REDUCED_TOL * self.a.weight[j]
+        ]
+
+    def seed(self, mu: np.ndarray, lam: np.ndarray) -> int:
+        """Each job's best column at these device prices (sigma = 0): without them the first rounds' duals are
+        about 0 and every job asks for its largest allocation."""
+        return self.master.add(self.price(np.zeros(self.master.jobs), mu, lam))
+
+
+def frontier(a: Arrays, s_all: np.ndarray, pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per job, the eligible levels that no other level beats on both speed and price (the larger group
+    first among equals): any allocation's host and devices can be swapped for frontier ones at no loss but
+    the room in their groups. ([J, F] level indices, [J, F] mask of real entries.)"""
+    J, K = s_all.shape
+    count = a.count[a.level_group].astype(np.float64)
+    price = np.broadcast_to(pi, (J, K))
+    order = np.lexsort((np.broadcast_to(-count, (J, K)), price, -s_all), axis=1)
+    rows = np.arange(J)[:, None]
+    sorted_price = price[rows, order]
+    before = np.minimum.accumulate(sorted_price, axis=1)
+    before = np.concatenate((np.full((J, 1), np.inf), before[:, :-1]), axis=1)
+    front = (sorted_price < before) & (s_all[rows, order] > 0)
+    F = max(1, int(front.sum(axis=1).max(initial=1)))
+    first = np.argsort(~front, axis=1, kind="stable")[:, :F]
+    return order[rows, first], front[rows, first]

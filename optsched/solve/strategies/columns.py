@@ -1,0 +1,34 @@
+"""Column generation over whole job allocations (optsched.solve.columns) for large weighted_speedup workloads:
+its master has a row per job, group and budget whatever the number of placement options."""
+
+from __future__ import annotations
+
+from optsched.model.data import ModelData
+from optsched.model.objectives import Objective
+from optsched.solve.budget import TimeBudget
+from optsched.solve.columns import solve_by_columns
+from optsched.solve.extract import Counts
+from optsched.solve.incumbent import IncumbentTracker
+from optsched.solve.strategies.base import Report, Strategy
+
+
+class ColumnGeneration(Strategy):
+    """Starts from the tracker's first plan; its bound is the Lagrangian one at the master's duals."""
+
+    name = "columns"
+
+    def __init__(self, threads: int | None):
+        self.threads = threads
+
+    def solve(self, data: ModelData, objective: Objective, budget: TimeBudget, tracker: IncumbentTracker) -> Report:
+        def best() -> tuple[Counts, float]:
+            if tracker.best is None or tracker.best_value is None:
+                raise ValueError("column generation starts from a first plan")
+            return tracker.best, tracker.best_value
+
+        stats = solve_by_columns(
+            data, best=best, budget=budget, gap=tracker.gap, threads=self.threads, consider=tracker.consider,
+            on_bound=tracker.improve_bound,
+        )
+        tracker.proven = tracker.within_gap()
+        return Report({"bound": stats.pricing_s, "columns": stats.mip_s, "column_rounds": stats.rounds})

@@ -1,0 +1,64 @@
+"""Large workloads split into parts solved in parallel and merged (optsched.solve.decompose), with a Lagrangian
+bound for weighted_speedup (optsched.solve.bound): min_power always, weighted_speedup beyond column generation."""
+
+from __future__ import annotations
+
+import time
+
+from optsched.model.data import ModelData
+from optsched.model.objectives import Objective
+from optsched.solve.bound import Lagrangian
+from optsched.solve.budget import TimeBudget
+from optsched.solve.construct import improve
+from optsched.solve.decompose import solve_decomposed
+from optsched.solve.incumbent import IncumbentTracker
+from optsched.solve.options import SolveOptions
+from optsched.solve.strategies.base import Report, SolveFn, Strategy
+
+# Share of the time left that the Lagrangian bound may take before the parts.
+BOUND_SHARE = 0.2
+# Rounds of parts at most, and the least time left worth another round.
+MAX_PART_ROUNDS = 8
+MIN_ROUND_S = 2.0
+
+
+class Parts(Strategy):
+    """Rounds of parts while they improve and leave time: each round splits the best plan anew (different parts),
+    so that jobs and watts move between what were different parts."""
+
+    name = "parts"
+
+    def __init__(self, options: SolveOptions, solve_part: SolveFn):
+        # The parts are solved with the caller's thresholds but none of its hooks (they cross to worker processes)
+        # and by "auto": a part is small enough for one MILP unless the thresholds say otherwise.
+        self.part_options = SolveOptions(
+            direct_max_options=options.direct_max_options, column_max_options=options.column_max_options,
+            part_options=options.part_options, part_workers=options.part_workers,
+        )
+        self.workers = options.part_workers
+        self.solve_part = solve_part
+
+    def solve(self, data: ModelData, objective: Objective, budget: TimeBudget, tracker: IncumbentTracker) -> Report:
+        started = time.monotonic()
+        timings: dict[str, float] = {}
+        dual = Lagrangian(data) if objective.name == "weighted_speedup" else None
+        if dual is not None and tracker.best is not None:
+            dual.run(budget.share(BOUND_SHARE).deadline, target=tracker.best_value)
+            tracker.improve_bound(dual.best)
+            tracker.consider(improve(data, tracker.best, dual.prices()))
+        timings["bound"] = time.monotonic() - started
+        for round_ in range(MAX_PART_ROUNDS):
+            before, first = tracker.best_value, tracker.best
+            if first is None:
+                break
+            timings["parts"] = solve_decomposed(
+                data, first, self.solve_part, deadline=budget.deadline, mip_gap=tracker.gap, options=self.part_options,
+                round_=round_, consider=tracker.consider,
+            )
+            timings["rounds"] = round_ + 1
+            if tracker.best_value == before or budget.remaining() < MIN_ROUND_S:
+                break
+        if dual is not None and not budget.expired():
+            dual.run(budget.deadline, target=tracker.best_value)
+            tracker.improve_bound(dual.best)
+        return Report(timings)
