@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Protocol
 
+import highspy
 import numpy as np
 
 from optsched.model.builder import ModelBuilder
@@ -70,7 +71,7 @@ class HighsBuilder(ModelBuilder):
         self._cost = np.zeros(0)  # objective coefficient of each column
         self._offset = 0.0
         self._maximise = False
-        self._h = None
+        self._h: highspy.Highs | None = None
         self.row_keys: list[tuple[str, Hashable]] = []
 
     def prepare(self) -> None:
@@ -119,7 +120,7 @@ class HighsBuilder(ModelBuilder):
         keys = list(keys)
         first = len(self._lower)
         self._first[name] = first
-        block.update(zip(keys, range(first, first + len(keys))))
+        block.update(zip(keys, range(first, first + len(keys)), strict=True))
         self._lower.extend(lower)
         self._upper.extend(upper)
         if integer:
@@ -170,10 +171,11 @@ class HighsBuilder(ModelBuilder):
             self.row_keys.append((family, key))
 
     def _add_rows_to_solver(self, family, rows):
+        h = self.highs()
         for key, terms, lo, hi in rows:
             idx = np.array([self._columns[v][k] for v, k, _ in terms], dtype=np.int32)
             val = np.array([c for _, _, c in terms], dtype=np.float64)
-            self._h.addRow(lo, hi, len(idx), idx, val)
+            h.addRow(lo, hi, len(idx), idx, val)
             self.row_keys.append((family, key))
 
     def set_objective(self, terms, constant, maximise, entries=()):
@@ -187,12 +189,11 @@ class HighsBuilder(ModelBuilder):
         self._offset = constant
         self._maximise = maximise
         if self._h is not None:
-            self._pass_objective()
+            self._pass_objective(self._h)
 
-    def highs(self):
+    def highs(self) -> highspy.Highs:
+        """The highspy.Highs object holding the model, synchronised with every row added so far."""
         if self._h is None:
-            import highspy
-
             h = new_highs()
             n = len(self._lower)
             h.addVars(n, np.array(self._lower, dtype=np.float64), np.array(self._upper, dtype=np.float64))
@@ -210,18 +211,16 @@ class HighsBuilder(ModelBuilder):
                     np.array(self._value, dtype=np.float64),
                 )
             self._h = h
-            self._sense = highspy.ObjSense
-            self._pass_objective()
+            self._pass_objective(h)
         return self._h
 
-    def _pass_objective(self):
-        h = self._h
+    def _pass_objective(self, h: highspy.Highs) -> None:
         n = len(self._lower)
         costs = np.zeros(n)
         costs[: len(self._cost)] = self._cost
         h.changeColsCost(n, np.arange(n, dtype=np.int32), costs)
         h.changeObjectiveOffset(self._offset)
-        h.changeObjectiveSense(self._sense.kMaximize if self._maximise else self._sense.kMinimize)
+        h.changeObjectiveSense(highspy.ObjSense.kMaximize if self._maximise else highspy.ObjSense.kMinimize)
 
 
 # A built model of either backend: the families wrote it as a ModelBuilder, it solves as a SolverBackend (mypy

@@ -108,7 +108,9 @@ class Relaxation:
                 cheapest = ratio.argmin(axis=1)
                 c = ratio[rows, cheapest][:, None]
                 c = np.where(np.isfinite(c), np.maximum(c, 0.0), 0.0)
-                root = np.where(c > 0, s * (np.sqrt(w * p / np.where(c > 0, c, 1.0)) - p) / np.where(p < 1, 1.0 - p, 1.0), np.inf)
+                root = np.where(
+                    c > 0, s * (np.sqrt(w * p / np.where(c > 0, c, 1.0)) - p) / np.where(p < 1, 1.0 - p, 1.0), np.inf
+                )
                 r = np.where(p >= 1, np.where(w > c, hi, lo), np.where(p <= 0, lo, np.clip(root, lo, hi)))
                 speed_up = 1.0 / ((1.0 - p) / safe_s + p / np.where(r > 0, r, 1.0))
                 value = w * speed_up - price[None, :] - c * (r - s) + nu * (maxd - 1)
@@ -128,7 +130,9 @@ class Relaxation:
         n_extra = np.where(admitted, (best_r - s[rows, host]) / np.maximum(s[rows, cheapest], 1e-12), 0.0)
         devices = np.bincount(self.k_group[host[admitted]], minlength=len(a.count)).astype(np.float64)
         devices += np.bincount(self.k_group[cheapest[admitted]], weights=n_extra[admitted], minlength=len(a.count))
-        per_group_watts = np.bincount(self.k_group[host[admitted]], weights=self.extra[host[admitted]], minlength=len(a.count))
+        per_group_watts = np.bincount(
+            self.k_group[host[admitted]], weights=self.extra[host[admitted]], minlength=len(a.count)
+        )
         per_group_watts += np.bincount(
             self.k_group[cheapest[admitted]], weights=(n_extra * self.extra[cheapest])[admitted], minlength=len(a.count)
         )
@@ -162,7 +166,9 @@ class Lagrangian:
         self.relax = Relaxation(data)
         a = self.relax.a
         self.groups = len(a.count)
-        self.scale = np.concatenate((np.maximum(a.count.astype(np.float64), 1.0), np.maximum(np.abs(self.relax.headroom), 1.0)))
+        self.scale = np.concatenate(
+            (np.maximum(a.count.astype(np.float64), 1.0), np.maximum(np.abs(self.relax.headroom), 1.0))
+        )
         self.center = np.zeros(len(self.scale))
         self.best = math.inf
         self.cuts: list = []

@@ -304,7 +304,7 @@ def construct(data: ModelData, price: np.ndarray | None = None, start: Counts | 
         return jobs[j]
 
     if start:
-        kept = {(int(g), int(lv)): k for k, (g, lv) in enumerate(zip(a.level_group, a.level_index))}
+        kept = _level_of(a)
         for (j, g, lv), n in start.items():
             if n > 0:
                 _hold(job(j), fleet, {kept[(g, lv)]: n})
@@ -334,7 +334,8 @@ def _hold(job: _Job, fleet: _Fleet, taken: dict[int, int]) -> None:
 
 
 def _state(job: _Job) -> tuple[int, float, float]:
-    n = r = host = 0
+    n = 0
+    r = host = 0.0
     for e, m in job.held.items():
         n += m
         r += m * job.speed[e]
@@ -378,7 +379,7 @@ def _fill(
         elif a.eligible[j].any() and a.max_devices[j] >= a.min_devices[j]:
             # w / (least watts per speed) bounds the density of any allocation: S <= R and watts >= R x that least;
             # w x best speedup bounds its net value.
-            bound = a.weight[j] * best[j] if priced else a.weight[j] / least_w_per_speed[j]
+            bound = a.weight[j] * best[j] if priced and best is not None else a.weight[j] / least_w_per_speed[j]
             heapq.heappush(heap, (-float(bound), j, -1, 0))
     while heap and not fleet.all_dead:
         key, j, e, seen = heapq.heappop(heap)
@@ -459,7 +460,7 @@ def improve(data: ModelData, counts: Counts, price: np.ndarray | None = None, pa
 
 
 def _level_of(a: Arrays) -> dict[tuple[int, int], int]:
-    return {(int(g), int(lv)): k for k, (g, lv) in enumerate(zip(a.level_group, a.level_index))}
+    return {(int(g), int(lv)): k for k, (g, lv) in enumerate(zip(a.level_group, a.level_index, strict=True))}
 
 
 def _weighted(a: Arrays, counts: Counts) -> float:

@@ -79,8 +79,8 @@ def split(data: ModelData, first: Counts, k: int, round_: int = 0) -> list[Part]
     groups = data.groups
     units: dict[str, list[int]] = {}
     for g, group in enumerate(groups):
-        domain_budgeted = group.domain is not None and group.domain in data.workload.power.domains
-        units.setdefault(group.domain if domain_budgeted else f"#{g}", []).append(g)
+        budgeted = group.domain if group.domain is not None and group.domain in data.workload.power.domains else None
+        units.setdefault(budgeted if budgeted is not None else f"#{g}", []).append(g)
     if len(units) < k:
         units = {f"#{g}": [g] for g in range(len(groups))}
     # Longest-processing-time: the largest units first, each to the part with the fewest devices so far.
@@ -304,6 +304,12 @@ def solve_parts(
         pool.shutdown(wait=False, cancel_futures=True)
 
 
+def _kept(first: Counts, part: Part) -> Counts:
+    """The first plan's allocations inside `part`."""
+    jobs, groups = set(part.jobs), set(part.groups)
+    return {key: n for key, n in first.items() if key[0] in jobs and key[1] in groups}
+
+
 def solve_decomposed(
     data: ModelData, first: Counts, solve: SolveFn, *, deadline: float, mip_gap: float, options: SolveOptions,
     consider: Callable[[Counts], None], round_: int = 0,
@@ -314,11 +320,11 @@ def solve_decomposed(
     k = part_count(data, options.part_options)
     parts = split(data, first, k, round_)
     frozen = frozen_jobs(first, _part_of_group(data, parts))
-    best: list[tuple[float, Counts] | None] = [None] * len(parts)
     maximise = data.workload.objective != "min_power"
-    for i, part in enumerate(parts):
-        kept = {key: n for key, n in first.items() if key[0] in set(part.jobs) and key[1] in set(part.groups)}
-        best[i] = (-math.inf if maximise else math.inf, kept)
+    # Each part's best plan so far, valued, from the first plan's share of it (no value: any plan beats it).
+    best: list[tuple[float, Counts]] = [
+        (-math.inf if maximise else math.inf, _kept(first, part)) for part in parts
+    ]
 
     def on_part_plan(i: int, plan: Plan) -> None:
         if plan.objective is None or plan.status.value in ("infeasible", "no_solution"):

@@ -20,7 +20,8 @@ def _who(data: ModelData, j: int) -> str:
 
 
 def precheck(data: ModelData) -> list[str]:
-    """Reasons that need no solve: a must-run job with no eligible device or no way to meet its deadline, idle over budget."""
+    """Reasons that need no solve: a must-run job with no eligible device or no way to meet its deadline, idle over
+    budget."""
     reasons = []
     for j in list(data.must_run):
         reasons.extend(_job_reasons(data, j))
@@ -42,7 +43,8 @@ def _job_reasons(data: ModelData, j: int) -> list[str]:
         best = job.work_hours / data.best_speedup(j)
         if best > job.deadline_hours * (1 + 1e-6):
             return [
-                f"{constraint_name(Family.deadline, job.id)}: {_who(data, j)} misses its deadline even on its {data.max_devices(j)} fastest eligible devices "
+                f"{constraint_name(Family.deadline, job.id)}: {_who(data, j)} misses its deadline even on its "
+                f"{data.max_devices(j)} fastest eligible devices "
                 f"at the fastest level: best runtime {best:.3g} h > deadline {job.deadline_hours:.3g} h"
             ]
     return []
@@ -66,14 +68,16 @@ def _idle_reasons(data: ModelData) -> list[str]:
     reasons = []
     if power.budget_w is not None and data.idle_power_w > power.budget_w:
         reasons.append(
-            f"{constraint_name(Family.power_budget, None)}: the idle draw of all devices ({data.idle_power_w:,.0f} W) already exceeds the global budget "
+            f"{constraint_name(Family.power_budget, None)}: the idle draw of all devices ({data.idle_power_w:,.0f} W) "
+            "already exceeds the global budget "
             f"({power.budget_w:,.0f} W) by {data.idle_power_w - power.budget_w:,.0f} W"
         )
     for domain, budget in sorted(power.domains.items()):
         idle = data.idle_power_of_domain(domain)
         if idle > budget:
             reasons.append(
-                f"{constraint_name(Family.power_budget, domain)}: the idle draw of domain {domain!r} ({idle:,.0f} W) already exceeds its budget "
+                f"{constraint_name(Family.power_budget, domain)}: the idle draw of domain {domain!r} ({idle:,.0f} W) "
+                "already exceeds its budget "
                 f"({budget:,.0f} W) by {idle - budget:,.0f} W"
             )
     return reasons

@@ -42,11 +42,11 @@ def aggregate(used: Used) -> tuple[float, float]:
 
 def exact_speedups(data: ModelData, counts, used: list[Used] | None = None) -> list[float]:
     used = used_by_job(data, counts) if used is None else used
-    return [speedup(job.parallel_fraction, *aggregate(u)) for job, u in zip(data.jobs, used)]
+    return [speedup(job.parallel_fraction, *aggregate(u)) for job, u in zip(data.jobs, used, strict=True)]
 
 
 def weighted(data: ModelData, speedups: list[float]) -> float:
-    return sum(job.objective_weight * s for job, s in zip(data.jobs, speedups))
+    return sum(job.objective_weight * s for job, s in zip(data.jobs, speedups, strict=True))
 
 
 def group_use(data: ModelData, counts) -> tuple[list[int], list[float]]:
@@ -106,7 +106,7 @@ def placements(data: ModelData, counts, by_job: list[Used] | None = None) -> tup
         runtime = job.work_hours / s if admitted else None
         meets = None
         if job.deadline_hours is not None:
-            meets = admitted and runtime <= job.deadline_hours * (1 + DEADLINE_RTOL)
+            meets = runtime is not None and runtime <= job.deadline_hours * (1 + DEADLINE_RTOL)
         out.append(
             Placement(
                 job=job.id,

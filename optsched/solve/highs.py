@@ -69,7 +69,7 @@ _LIMITS = {
     _MS.kIterationLimit,
     _MS.kSolutionLimit,
     _MS.kInterrupt,
-    _MS.kHighsInterrupt,
+    _MS.kHighsInterrupt,  # type: ignore[attr-defined]  # in highspy, missing from its stubs
     _MS.kObjectiveBound,
     _MS.kObjectiveTarget,
     _MS.kMemoryLimit,
@@ -314,7 +314,9 @@ def run_highs(
                 seconds=time.perf_counter() - started, values=values, abandoned=True,
             )
         result = _result(h, time.perf_counter() - started, relax)
-        log.debug("HiGHS %s: %s in %.2f s of %.2f s", "LP" if relax else "MILP", result.outcome.value, result.seconds, limit)
+        log.debug(
+            "HiGHS %s: %s in %.2f s of %.2f s", "LP" if relax else "MILP", result.outcome.value, result.seconds, limit
+        )
         return result
     finally:
         if not abandoned:

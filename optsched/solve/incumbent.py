@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+
 from optsched.model.amdahl import speedup
 from optsched.model.data import ModelData
 from optsched.model.expressions import budgets

@@ -44,8 +44,8 @@ def solve_workload(
     workload's own (its `bound` is clamped to it).
     `on_incumbent(plan)` receives each improved plan while solving, fully extracted, with status `time_limit` and
     the bound and gap known then; at most one every INCUMBENT_INTERVAL_S of optsched.solve.incumbent (longer when
-    extracting costs more), and always the last one before the call returns. The first comes from the constructive heuristic
-    (optsched.solve.construct), in seconds at any size.
+    extracting costs more), and always the last one before the call returns. The first comes from the constructive
+    heuristic (optsched.solve.construct), in seconds at any size.
 
     The time limit holds for the whole call: every phase gets what is left, HiGHS is stopped at the deadline (and
     abandoned if it ignores the interrupt), and the best plan found so far comes back with status `time_limit`.

@@ -66,7 +66,7 @@ class PyomoBuilder(ModelBuilder):
             raise RuntimeError("add variables before the model is first solved")
         pyo = self.pyo
         keys = list(keys)
-        bounds = {k: (_finite(lo), _finite(hi)) for k, lo, hi in zip(keys, lower, upper)}
+        bounds = {k: (_finite(lo), _finite(hi)) for k, lo, hi in zip(keys, lower, upper, strict=True)}
         var = pyo.Var(
             pyo.Set(initialize=keys, dimen=None),
             domain=pyo.Integers if integer else pyo.Reals,

@@ -8,7 +8,6 @@ import time
 
 import numpy as np
 
-from optsched.model.data import Arrays
 from optsched.schema.tolerances import DEADLINE_RTOL
 from optsched.solve.columns.master import ColumnMaster
 from optsched.solve.columns.pricing import PRICE_BLOCK, frontier
@@ -93,11 +92,14 @@ class JobBounds:
             d_lo = np.maximum(m * lo_s, need - s_k)
             d_hi = m * hi_s
             root = _best_r(s_k, w, p, b, np.inf) - s_k
-            best = -np.inf
+            best: np.ndarray | float = -np.inf
             for delta in (np.clip(root, d_lo, d_hi), d_lo, d_hi):
                 r = s_k + delta
                 S = 1.0 / ((1.0 - p) / s_k + p / r)
-                value = w * S - pi[front[rows, position]][:, :, None, None] - m * p_lo[:, None, :, None] - b * (delta - m * lo_s)
+                value = (
+                    w * S - pi[front[rows, position]][:, :, None, None] - m * p_lo[:, None, :, None]
+                    - b * (delta - m * lo_s)
+                )
                 best = np.maximum(best, np.where(np.isfinite(value), value, -np.inf))
         valid = (
             host_ok[..., None] & (s_k > 0) & (d_lo <= d_hi * (1 + 1e-12) + 1e-12)
@@ -120,7 +122,7 @@ class JobBounds:
         hi = safe * a.max_devices[jobs][:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             lo = np.maximum(safe, _least_r(a, jobs, p, safe))
-            best = -np.inf
+            best: np.ndarray | float = -np.inf
             for r in (np.clip(_best_r(safe, w, p, c, np.inf), lo, hi), lo, hi):
                 S = 1.0 / ((1.0 - p) / safe + p / r)
                 best = np.maximum(best, np.where(np.isfinite(S), w * S - pi[None, :] - c * (r - safe), -np.inf))

@@ -50,7 +50,9 @@ class ColumnStats:
     mip_s: float = 0.0
 
 
-def sample_prices(data: ModelData, first: Counts, budget: TimeBudget, seed: int = 0) -> tuple[np.ndarray, np.ndarray] | None:
+def sample_prices(
+    data: ModelData, first: Counts, budget: TimeBudget, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Device and watt prices from the master of a random sample of SAMPLE_JOBS jobs with that share of the
     capacities and budgets (POP's observation: a random share of the jobs on the same share of the resources
     prices them much as the whole does), or None for a workload that small."""

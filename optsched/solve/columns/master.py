@@ -15,7 +15,7 @@ from optsched.solve.extract import Counts
 from optsched.solve.highs import Outcome, new_highs, run_highs
 
 Consider = Callable[[Counts], None]
-Column = tuple[tuple[tuple[int, int], int], ...]  # ((kept level, devices), ...) of one job
+Column = tuple[tuple[int, int], ...]  # ((kept level, devices), ...) of one job
 
 
 class ColumnMaster:
@@ -59,7 +59,7 @@ class ColumnMaster:
         """w_j S_j of job j holding `column` (the host is its fastest device)."""
         a = self.a
         speeds = [a.factor[j, a.level_group[k]] * a.level_speed[k] for k, _ in column]
-        r = sum(s * n for s, (_, n) in zip(speeds, column))
+        r = sum(s * n for s, (_, n) in zip(speeds, column, strict=True))
         host = max(speeds)
         p = a.p[j]
         return float(a.weight[j] / ((1.0 - p) / host + p / r))
@@ -69,7 +69,10 @@ class ColumnMaster:
         fresh = list(dict.fromkeys((j, c) for j, c in new if (j, c) not in self.index and self.row[j] >= 0))
         if not fresh:
             return 0
-        starts, index, coef, cost = [], [], [], []
+        starts: list[int] = []
+        index: list[int] = []
+        coef: list[float] = []
+        cost: list[float] = []
         G, base_budget = len(self.members), len(self.members) + self.groups
         for j, column in fresh:
             self.index[(j, column)] = len(self.columns)
@@ -80,7 +83,10 @@ class ColumnMaster:
                 devices[g] += n
                 watts += n * self.extra[k] * self.member[g]
             starts.append(len(index))
-            rows = [int(self.row[j])] + [G + g for g in np.flatnonzero(devices)] + [base_budget + b for b in np.flatnonzero(watts)]
+            rows = (
+                [int(self.row[j])] + [G + g for g in np.flatnonzero(devices).tolist()]
+                + [base_budget + b for b in np.flatnonzero(watts).tolist()]
+            )
             vals = [1.0] + devices[devices != 0].tolist() + watts[watts != 0].tolist()
             index.extend(rows)
             coef.extend(vals)
@@ -111,7 +117,9 @@ class ColumnMaster:
     @cached_property
     def level_of(self) -> dict[tuple[int, int], int]:
         """(group, level index) -> kept level."""
-        return {(int(g), int(lv)): k for k, (g, lv) in enumerate(zip(self.a.level_group, self.a.level_index))}
+        return {
+            (int(g), int(lv)): k for k, (g, lv) in enumerate(zip(self.a.level_group, self.a.level_index, strict=True))
+        }
 
     def counts(self, x: np.ndarray) -> Counts:
         """The allocation of the columns chosen in an integer solution x."""
@@ -130,9 +138,11 @@ class ColumnMaster:
         """(LP value, sigma [J], mu [G], lambda [B]) at the master's LP optimum, or None if not solved in time."""
         if self.broken:
             return None
-        result = run_highs(self.h, wall_deadline=deadline, mip_gap=0.0, relax=True, integer_columns=np.zeros(0, dtype=np.int32))
+        result = run_highs(
+            self.h, wall_deadline=deadline, mip_gap=0.0, relax=True, integer_columns=np.zeros(0, dtype=np.int32)
+        )
         self.broken = result.abandoned
-        if result.outcome != Outcome.optimal or result.abandoned:
+        if result.outcome != Outcome.optimal or result.abandoned or result.incumbent is None:
             return None
         solution = self.h.getSolution()
         self.lp_x = np.asarray(solution.col_value)

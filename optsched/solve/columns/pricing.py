@@ -95,13 +95,17 @@ class Pricing:
             valid &= self._meets_deadline(jobs, S)
         # m = 0 is the same column whatever the extra level: keep it once (the host's own level).
         valid[:, :, 1:, 0] = False
-        reduced = w[:, None, None, None] * S - pi[hosts][:, :, None, None] - m * pi[extra][..., None] - sigma[jobs][:, None, None, None]
+        reduced = (
+            w[:, None, None, None] * S - pi[hosts][:, :, None, None] - m * pi[extra][..., None]
+            - sigma[jobs][:, None, None, None]
+        )
         flat = np.where(valid, reduced, -np.inf).reshape(J, -1)
         best = flat.argmax(axis=1)
         gains = flat[np.arange(J), best]
         # The spread families cost more: only for the jobs the single-level one found nothing for, and only with
         # the hosts that family rated best.
-        spread_gains, spread = np.full(J, -np.inf), [None] * J
+        spread_gains = np.full(J, -np.inf)
+        spread: list[Column | None] = [None] * J
         rest = np.flatnonzero(~(gains > REDUCED_TOL * w))
         if len(rest):
             per_host = flat[rest].reshape(len(rest), H, -1).max(axis=2)
@@ -111,22 +115,23 @@ class Pricing:
                 jobs[rest], sigma, pi, s_all[rest], hosts[rest][sub, pick], s_host[rest][sub, pick]
             )
             spread_gains[rest] = found
-            for i, column in zip(rest, columns):
+            for i, column in zip(rest.tolist(), columns, strict=True):
                 spread[i] = column
         out: list[tuple[int, Column]] = []
         for i in range(J):
             gain = max(gains[i], spread_gains[i])
             if not np.isfinite(gain) or gain <= REDUCED_TOL * w[i]:
                 continue
-            if spread_gains[i] > gains[i]:
-                out.append((int(jobs[i]), spread[i]))
+            spread_column = spread[i]
+            if spread_gains[i] > gains[i] and spread_column is not None:
+                out.append((int(jobs[i]), spread_column))
                 continue
-            h, x_e, mm = np.unravel_index(best[i], (H, E, M))
-            k, l = int(hosts[i, h]), int(extra[i, h, x_e])
-            column = {k: 1}
+            h, x_e, mm = (int(v) for v in np.unravel_index(best[i], (H, E, M)))
+            k, k_extra = int(hosts[i, h]), int(extra[i, h, x_e])
+            allocation = {k: 1}
             if mm:
-                column[l] = column.get(l, 0) + int(mm)
-            out.append((int(jobs[i]), tuple(sorted(column.items()))))
+                allocation[k_extra] = allocation.get(k_extra, 0) + mm
+            out.append((int(jobs[i]), tuple(sorted(allocation.items()))))
         return out
 
     def _meets_deadline(self, jobs: np.ndarray, S: np.ndarray) -> np.ndarray:
@@ -153,7 +158,7 @@ class Pricing:
             gains, columns = self._spread(jobs, sigma, pi, s_all, hosts, s_host, level_of, fastest_first)
             better = gains > best_gains
             best_gains = np.where(better, gains, best_gains)
-            best_columns = [c if b else old for c, b, old in zip(columns, better, best_columns)]
+            best_columns = [c if b else old for c, b, old in zip(columns, better, best_columns, strict=True)]
         return best_gains, best_columns
 
     def cheapest_levels(self, pi: np.ndarray) -> np.ndarray:
@@ -181,7 +186,8 @@ class Pricing:
         speed = np.where(levels >= 0, s_all[:, np.maximum(levels, 0)], np.nan)  # [J, G, L]
         fits = speed[:, None, :, :] <= s_host[:, :, None, None]
         key = np.where(fits, speed[:, None, :, :], -np.inf)
-        pick = np.where(fits.any(axis=3), key.argmax(axis=3), np.nan_to_num(speed, nan=np.inf).argmin(axis=2)[:, None, :])
+        slowest = np.nan_to_num(speed, nan=np.inf).argmin(axis=2)[:, None, :]
+        pick = np.where(fits.any(axis=3), key.argmax(axis=3), slowest)
         return levels[np.arange(levels.shape[0])[None, None, :], pick]
 
     def _spread(
@@ -190,7 +196,8 @@ class Pricing:
         a = self.a
         J, H = hosts.shape
         G = len(a.count)
-        sg = np.take_along_axis(np.broadcast_to(s_all[:, None, :], (J, H, s_all.shape[1])), level_of.reshape(J, H, G), axis=2)
+        s_per_host = np.broadcast_to(s_all[:, None, :], (J, H, s_all.shape[1]))
+        sg = np.take_along_axis(s_per_host, level_of.reshape(J, H, G), axis=2)
         pg = pi[level_of]  # [J, H, G]
         allowed = (sg > 0) & (sg <= s_host[:, :, None])
         ratio = np.where(allowed, pg / np.where(sg > 0, sg, 1.0), np.inf)

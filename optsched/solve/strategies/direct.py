@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from optsched.model.amdahl import speedup, tangent_point
 from optsched.model.constraints import add_tangent_cut, needs_host
 from optsched.model.data import ModelData
 from optsched.model.objectives import Objective
-from optsched.solve.backends import Builder, SolverBackend, build_model
+from optsched.solve.backends import Builder, ColumnBounds, SolverBackend, build_model
 from optsched.solve.budget import TimeBudget
 from optsched.solve.extract import Counts, aggregate, exact_speedups, host_of, used_by_job
 from optsched.solve.heuristics import round_and_repair, round_must_run_first
@@ -58,7 +58,8 @@ class DirectMilp(Strategy):
         b.prepare()
         handed_off = time.monotonic()
         start = counts_from_allocations(data, options.warm_start) if options.warm_start else None
-        refine(tracker, b, data, objective, budget, options.threads, start, extra_rows=options.extra_functionality is not None)
+        extra_rows = options.extra_functionality is not None
+        refine(tracker, b, data, objective, budget, options.threads, start, extra_rows=extra_rows)
         return Report(build_s=built - started, handoff_s=handed_off - built, highs_s=b.solve_seconds)
 
 
@@ -229,7 +230,7 @@ def _solve_neighbourhood(
 ) -> Counts | None:
     """RENS: the MILP with each n limited to [0, ceil(LP value)]: a small sub-MIP whose plans stay near the LP."""
     share = budget.share(NEIGHBOURHOOD_SHARE, at_least=1.0)
-    box = {("n", o.key): (0.0, float(math.ceil(fractional[o.key] - 1e-6))) for o in data.options}
+    box: ColumnBounds = {("n", o.key): (0.0, float(math.ceil(fractional[o.key] - 1e-6))) for o in data.options}
     warm = _warm_start(data, tracker.best) if tracker.best is not None else None
     request = SolveRequest(share.deadline, tracker.gap / 2, threads=threads, warm_start=warm, presolve=True)
     result = b.solve_within(box, request)
@@ -238,7 +239,9 @@ def _solve_neighbourhood(
     return {k: int(round(v)) for k, v in _option_values(b, result, data).items()}
 
 
-def _add_cuts(b: Builder, data: ModelData, counts: Counts, exact: list[float], modelled: Mapping[int, float]) -> int:
+def _add_cuts(
+    b: Builder, data: ModelData, counts: Counts, exact: list[float], modelled: Mapping[Hashable, float]
+) -> int:
     added = 0
     by_job = used_by_job(data, counts)
     for j, job in enumerate(data.jobs):

@@ -1,0 +1,103 @@
+"""The strategy is chosen in one place from SolveOptions (style rule 18); TimeBudget hands out shares of the time
+left; the IncumbentTracker keeps only better feasible plans and tighter bounds."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import optsched
+from optsched import SolveOptions, Status
+from optsched.model.data import ModelData
+from optsched.model.objectives import OBJECTIVES
+from optsched.solve.budget import TimeBudget
+from optsched.solve.construct import construct
+from optsched.solve.decompose import option_count
+from optsched.solve.incumbent import IncumbentTracker
+from optsched.solve.planner import solve_workload
+from optsched.solve.strategies import ColumnGeneration, DirectMilp, HeuristicOnly, Parts, choose_strategy
+from optsched.testing.instances import generate_racks
+from optsched.verify.placement import verify
+
+RACKS = ModelData(generate_racks("M", 0))
+MIN_POWER = ModelData(generate_racks("M", 0).model_copy(update={"objective": "min_power"}))
+
+
+def chosen(data: ModelData, first_plan: bool = True, seconds: float = 60.0, **fields) -> type:
+    strategy = choose_strategy(
+        data, SolveOptions(**fields), has_first_plan=first_plan, budget=TimeBudget.of(seconds),
+        solve_part=solve_workload,
+    )
+    return type(strategy)
+
+
+def test_auto_picks_by_the_option_thresholds():
+    n = option_count(RACKS)
+    assert chosen(RACKS) is DirectMilp  # M is far below direct_max_options
+    assert chosen(RACKS, direct_max_options=n - 1) is ColumnGeneration
+    assert chosen(RACKS, direct_max_options=n - 1, column_max_options=n - 1) is Parts
+    assert chosen(RACKS, direct_max_options=n) is DirectMilp
+    # min_power has no column generation: above the threshold it is split into parts.
+    assert chosen(MIN_POWER, direct_max_options=0) is Parts
+    # Too little time to build the model: the first plan re-placed, no model.
+    assert chosen(RACKS, seconds=1e-6) is HeuristicOnly
+
+
+def test_a_forced_strategy_is_used_where_it_applies_and_auto_decides_where_not():
+    assert chosen(RACKS, strategy="columns") is ColumnGeneration
+    assert chosen(RACKS, strategy="parts") is Parts
+    assert chosen(RACKS, strategy="heuristic") is HeuristicOnly
+    assert chosen(RACKS, strategy="direct", direct_max_options=0) is DirectMilp
+    # No column generation for min_power, no split without a first plan or on the Pyomo backend.
+    assert chosen(MIN_POWER, strategy="columns") is DirectMilp
+    assert chosen(RACKS, first_plan=False, strategy="parts", direct_max_options=0) is DirectMilp
+    assert chosen(RACKS, strategy="columns", backend="pyomo") is DirectMilp
+
+
+def test_options_reject_unknown_strategies_and_bad_thresholds():
+    for bad in ({"strategy": "greedy"}, {"direct_max_options": -1}, {"part_workers": 0}, {"part_options": 0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            SolveOptions(**bad)  # type: ignore[arg-type]
+
+
+def test_the_heuristic_strategy_gives_a_verified_plan_with_a_bound():
+    w = generate_racks("M", 1)
+    plan = optsched.plan(w, options=SolveOptions(strategy="heuristic", time_limit_s=10))
+    assert verify(w, plan) == []
+    assert plan.status in (Status.time_limit, Status.optimal)
+    assert plan.bound is not None and plan.bound >= plan.objective
+    assert "bound" in plan.timings and plan.timings["highs"] == 0.0
+
+
+def test_budget_shares_the_time_left_and_never_passes_its_deadline():
+    budget = TimeBudget.of(10.0)
+    half = budget.share(0.5)
+    assert 4.0 < half.remaining() <= 5.0
+    assert budget.share(0.0, at_least=1.0).remaining() == pytest.approx(1.0, abs=0.1)
+    assert budget.share(0.0, at_least=20.0).deadline == budget.deadline
+    assert budget.keep_back(3.0).deadline == pytest.approx(budget.deadline - 3.0)
+    spent = TimeBudget(time.monotonic() - 1.0)
+    assert spent.expired() and spent.remaining() == 0.0 and spent.share(0.5).expired()
+
+
+def test_tracker_keeps_better_feasible_plans_and_tighter_bounds_and_reports_each():
+    data = RACKS
+    heard: list[tuple[float | None, float | None]] = []
+    tracker = IncumbentTracker(
+        data, OBJECTIVES["weighted_speedup"], 0.01, started=time.monotonic(),
+        progress=lambda _s, value, bound: heard.append((value, bound)),
+    )
+    first = construct(data)
+    tracker.consider(first)
+    assert tracker.best is first and tracker.best_value is not None
+    tracker.consider({})  # feasible only without must-run jobs, and worse anyway
+    assert tracker.best is first
+    tracker.consider({key: n + 10**6 for key, n in first.items()})  # over capacity
+    assert tracker.best is first
+    tracker.improve_bound(2 * tracker.best_value)
+    tracker.improve_bound(3 * tracker.best_value)  # looser: ignored
+    assert tracker.bound == 2 * tracker.best_value and not tracker.within_gap()
+    tracker.improve_bound(tracker.best_value * 1.001)
+    assert tracker.within_gap()
+    assert len(heard) == 3 and heard[-1] == (tracker.best_value, tracker.bound)
