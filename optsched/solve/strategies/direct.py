@@ -34,7 +34,7 @@ NEIGHBOURHOOD_SHARE = 0.25
 # The full MILP starts only with at least this many times the first LP's seconds left (see DirectMilp.refine).
 MILP_START_FACTOR = 3.0
 
-WarmValues = dict[tuple[str, object], float]
+WarmValues = dict[tuple[str, Hashable], float]
 
 
 class DirectMilp(Strategy):

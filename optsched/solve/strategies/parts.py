@@ -31,7 +31,7 @@ class Parts(Strategy):
     def __init__(self, options: SolveOptions, solve_part: SolveFn):
         # The parts are solved with the caller's thresholds but none of its hooks (they cross to worker processes)
         # and by "auto": a part is small enough for one MILP unless the thresholds say otherwise.
-        self.part_options = SolveOptions(
+        self.sub_options = SolveOptions(
             direct_max_options=options.direct_max_options, column_max_options=options.column_max_options,
             part_options=options.part_options, part_workers=options.part_workers,
         )
@@ -52,7 +52,7 @@ class Parts(Strategy):
             if first is None:
                 break
             timings["parts"] = solve_decomposed(
-                data, first, self.solve_part, deadline=budget.deadline, mip_gap=tracker.gap, options=self.part_options,
+                data, first, self.solve_part, deadline=budget.deadline, mip_gap=tracker.gap, options=self.sub_options,
                 round_=round_, consider=tracker.consider,
             )
             timings["rounds"] = round_ + 1
