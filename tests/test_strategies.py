@@ -15,8 +15,16 @@ from optsched.solve.budget import TimeBudget
 from optsched.solve.construct import construct
 from optsched.solve.decompose import option_count
 from optsched.solve.incumbent import IncumbentTracker
+from optsched.solve.options import STRATEGY_NAMES
 from optsched.solve.planner import solve_workload
-from optsched.solve.strategies import ColumnGeneration, DirectMilp, HeuristicOnly, Parts, choose_strategy
+from optsched.solve.strategies import (
+    STRATEGIES,
+    ColumnGeneration,
+    DirectMilp,
+    HeuristicOnly,
+    Parts,
+    choose_strategy,
+)
 from optsched.testing.instances import generate_racks
 from optsched.verify.placement import verify
 
@@ -30,6 +38,11 @@ def chosen(data: ModelData, first_plan: bool = True, seconds: float = 60.0, **fi
         solve_part=solve_workload,
     )
     return type(strategy)
+
+
+def test_every_strategy_name_but_auto_is_registered_once():
+    assert set(STRATEGIES) == set(STRATEGY_NAMES) - {"auto"}
+    assert all(cls.name == name for name, cls in STRATEGIES.items())
 
 
 def test_auto_picks_by_the_option_thresholds():

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from optsched.model.constraints import ExtraFunctionality
 from optsched.model.objectives import ExtraObjective
@@ -22,7 +22,7 @@ OnIncumbent = Callable[[Plan], None]
 WarmStart = Mapping[str, Mapping[tuple[str, float], int]]
 BACKENDS = ("highs", "pyomo")
 StrategyName = Literal["auto", "direct", "columns", "parts", "heuristic"]
-STRATEGIES: tuple[StrategyName, ...] = ("auto", "direct", "columns", "parts", "heuristic")
+STRATEGY_NAMES: tuple[StrategyName, ...] = get_args(StrategyName)
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,8 @@ class SolveOptions:
     part_workers: int = 2
 
     def __post_init__(self) -> None:
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"strategy must be one of {STRATEGIES}, not {self.strategy!r}")
+        if self.strategy not in STRATEGY_NAMES:
+            raise ValueError(f"strategy must be one of {STRATEGY_NAMES}, not {self.strategy!r}")
         for name in ("direct_max_options", "column_max_options"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)!r}")

@@ -23,40 +23,35 @@ BUILD_S_PER_OPTION = 1e-5
 BUILD_TIME_FACTOR = 4.0
 
 
+# Every strategy, by its name in SolveOptions.strategy ("auto" names none: choose_strategy decides).
+STRATEGIES: dict[StrategyName, type[Strategy]] = {
+    cls.name: cls for cls in (DirectMilp, ColumnGeneration, Parts, HeuristicOnly)
+}
+
+
 def choose_strategy(
     data: ModelData, options: SolveOptions, *, has_first_plan: bool, budget: TimeBudget, solve_part: SolveFn
 ) -> Strategy:
-    """`options.strategy`, or under "auto" (and for a forced strategy that cannot apply) by size: the parts and
-    columns split plain workloads on HiGHS with a first plan above `direct_max_options` options; the first plan
-    alone when the time left would not build the model; the one MILP otherwise. `solve_part` solves each part."""
-    objective = data.workload.objective
-    plain = options.extra_functionality is None and options.extra_objective is None and options.backend == "highs"
-    # Both decompositions start from the first plan and know only the workload's own rows and terms.
-    splittable = has_first_plan and plain
-    # The heuristics cannot see rows added by extra_functionality.
-    heuristic = has_first_plan and options.extra_functionality is None
-    applies: dict[StrategyName, bool] = {
-        "direct": True,
-        "columns": splittable and objective == "weighted_speedup",
-        "parts": splittable,
-        "heuristic": heuristic,
-    }
+    """`options.strategy`, or under "auto" (and for a forced strategy that cannot apply) by size: columns or parts
+    above `direct_max_options` placement options (columns up to `column_max_options`, where they apply); the first
+    plan alone when the time left would not build the model; the one MILP otherwise. `solve_part` solves each
+    part of the parts strategy."""
     name = options.strategy
-    if name != "auto" and not applies[name]:
+    if name != "auto" and not STRATEGIES[name].applies(data, options, has_first_plan):
         log.warning("strategy %r does not apply to workload %r; choosing by size", name, data.workload.name)
         name = "auto"
     if name == "auto":
-        n_options = option_count(data)
-        if splittable and n_options > options.direct_max_options:
-            name = "columns" if applies["columns"] and n_options <= options.column_max_options else "parts"
-        elif heuristic and budget.remaining() < BUILD_TIME_FACTOR * BUILD_S_PER_OPTION * n_options:
-            name = "heuristic"
-        else:
-            name = "direct"
-    if name == "columns":
-        return ColumnGeneration(options.threads)
-    if name == "parts":
-        return Parts(options, solve_part)
-    if name == "heuristic":
-        return HeuristicOnly(with_bound=options.extra_objective is None)
-    return DirectMilp(options)
+        name = _by_size(data, options, has_first_plan, budget)
+    return STRATEGIES[name].create(options, solve_part)
+
+
+def _by_size(data: ModelData, options: SolveOptions, has_first_plan: bool, budget: TimeBudget) -> StrategyName:
+    n_options = option_count(data)
+    if Parts.applies(data, options, has_first_plan) and n_options > options.direct_max_options:
+        columns = ColumnGeneration.applies(data, options, has_first_plan) and n_options <= options.column_max_options
+        return "columns" if columns else "parts"
+    if HeuristicOnly.applies(data, options, has_first_plan) and (
+        budget.remaining() < BUILD_TIME_FACTOR * BUILD_S_PER_OPTION * n_options
+    ):
+        return "heuristic"
+    return "direct"

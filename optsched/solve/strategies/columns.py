@@ -9,7 +9,8 @@ from optsched.solve.budget import TimeBudget
 from optsched.solve.columns import solve_by_columns
 from optsched.solve.extract import Counts
 from optsched.solve.incumbent import IncumbentTracker
-from optsched.solve.strategies.base import Report, Strategy
+from optsched.solve.options import SolveOptions
+from optsched.solve.strategies.base import Report, Strategy, splittable
 
 
 class ColumnGeneration(Strategy):
@@ -17,8 +18,9 @@ class ColumnGeneration(Strategy):
 
     name = "columns"
 
-    def __init__(self, threads: int | None):
-        self.threads = threads
+    @classmethod
+    def applies(cls, data: ModelData, options: SolveOptions, has_first_plan: bool) -> bool:
+        return splittable(options, has_first_plan) and data.workload.objective == "weighted_speedup"
 
     def solve(self, data: ModelData, objective: Objective, budget: TimeBudget, tracker: IncumbentTracker) -> Report:
         def best() -> tuple[Counts, float]:
@@ -27,7 +29,7 @@ class ColumnGeneration(Strategy):
             return tracker.best, tracker.best_value
 
         stats = solve_by_columns(
-            data, best=best, budget=budget, gap=tracker.gap, threads=self.threads, consider=tracker.consider,
+            data, best=best, budget=budget, gap=tracker.gap, threads=self.options.threads, consider=tracker.consider,
             on_bound=tracker.improve_bound,
         )
         tracker.proven = tracker.within_gap()

@@ -19,7 +19,7 @@ from optsched.solve.extract import Counts, aggregate, exact_speedups, host_of, u
 from optsched.solve.heuristics import round_and_repair, round_must_run_first
 from optsched.solve.highs import Outcome, SolveRequest, SolveResult
 from optsched.solve.incumbent import IncumbentTracker, feasible, trivial_bound
-from optsched.solve.options import SolveOptions, WarmStart
+from optsched.solve.options import WarmStart
 from optsched.solve.strategies.base import Report, Strategy
 
 # A modelled speedup this far above the exact one gets a new tangent cut at the current point.
@@ -41,9 +41,6 @@ class DirectMilp(Strategy):
     """The whole MILP on the options' backend, with the caller's extra rows and terms."""
 
     name = "direct"
-
-    def __init__(self, options: SolveOptions):
-        self.options = options
 
     def solve(self, data: ModelData, objective: Objective, budget: TimeBudget, tracker: IncumbentTracker) -> Report:
         if budget.expired():

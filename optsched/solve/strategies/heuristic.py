@@ -11,6 +11,7 @@ from optsched.solve.bound import Lagrangian
 from optsched.solve.budget import TimeBudget
 from optsched.solve.construct import improve
 from optsched.solve.incumbent import IncumbentTracker
+from optsched.solve.options import SolveOptions
 from optsched.solve.strategies.base import Report, Strategy
 
 # Share of the time left that the Lagrangian bound may take before the re-placement.
@@ -22,12 +23,14 @@ class HeuristicOnly(Strategy):
 
     name = "heuristic"
 
-    def __init__(self, with_bound: bool):
-        self.with_bound = with_bound
+    @classmethod
+    def applies(cls, data: ModelData, options: SolveOptions, has_first_plan: bool) -> bool:
+        # The heuristics cannot see rows added by extra_functionality.
+        return has_first_plan and options.extra_functionality is None
 
     def solve(self, data: ModelData, objective: Objective, budget: TimeBudget, tracker: IncumbentTracker) -> Report:
         started = time.monotonic()
-        if self.with_bound and objective.name == "weighted_speedup" and tracker.best is not None:
+        if self.options.extra_objective is None and objective.name == "weighted_speedup" and tracker.best is not None:
             dual = Lagrangian(data)
             dual.run(budget.share(BOUND_SHARE).deadline, target=tracker.best_value)
             tracker.improve_bound(dual.best)

@@ -13,7 +13,7 @@ from optsched.solve.construct import improve
 from optsched.solve.decompose import solve_decomposed
 from optsched.solve.incumbent import IncumbentTracker
 from optsched.solve.options import SolveOptions
-from optsched.solve.strategies.base import Report, SolveFn, Strategy
+from optsched.solve.strategies.base import Report, SolveFn, Strategy, splittable
 
 # Share of the time left that the Lagrangian bound may take before the parts.
 BOUND_SHARE = 0.2
@@ -28,14 +28,22 @@ class Parts(Strategy):
 
     name = "parts"
 
+    @classmethod
+    def applies(cls, data: ModelData, options: SolveOptions, has_first_plan: bool) -> bool:
+        return splittable(options, has_first_plan)
+
+    @classmethod
+    def create(cls, options: SolveOptions, solve_part: SolveFn) -> Strategy:
+        return cls(options, solve_part)
+
     def __init__(self, options: SolveOptions, solve_part: SolveFn):
+        super().__init__(options)
         # The parts are solved with the caller's thresholds but none of its hooks (they cross to worker processes)
         # and by "auto": a part is small enough for one MILP unless the thresholds say otherwise.
         self.sub_options = SolveOptions(
             direct_max_options=options.direct_max_options, column_max_options=options.column_max_options,
             part_options=options.part_options, part_workers=options.part_workers,
         )
-        self.workers = options.part_workers
         self.solve_part = solve_part
 
     def solve(self, data: ModelData, objective: Objective, budget: TimeBudget, tracker: IncumbentTracker) -> Report:
