@@ -4,6 +4,7 @@ carries; see optsched.explain.planning)."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,6 +25,8 @@ from optsched.solve.strategies import choose_strategy
 # Seconds per job an extraction is assumed to take before one has been timed (measured: about 0.1 ms at XL).
 EXTRACT_S_PER_JOB = 2e-4
 DEFAULT_OPTIONS = SolveOptions()
+
+log = logging.getLogger(__name__)
 
 WorkloadSource = Workload | Mapping[str, Any] | str | Path
 
@@ -79,17 +82,18 @@ def solve_workload(
         timings["first_plan"] = time.monotonic() - validated
     # The final extraction needs time too: keep what the first one took (or an estimate) in reserve.
     budget = budget.keep_back(min(0.1 * time_limit, max(tracker.extract_seconds, EXTRACT_S_PER_JOB * len(data.jobs))))
-    chosen = time.monotonic()
+    searched = time.monotonic()
     strategy = choose_strategy(
         data, options, has_first_plan=tracker.best is not None, budget=budget, solve_part=solve_workload
     )
+    log.debug("workload %r: strategy %s", workload.name, strategy.name)
     report = strategy.solve(data, objective, budget, tracker)
     solved = time.monotonic()
     timings.update(report.timings)
     timings.update({
-        "build": chosen - validated - timings.get("first_plan", 0.0) + report.build_s,
+        "build": searched - validated - timings.get("first_plan", 0.0) + report.build_s,
         "handoff": report.handoff_s,
-        "solve": solved - chosen - report.build_s - report.handoff_s,
+        "solve": solved - searched - report.build_s - report.handoff_s,
         "highs": report.highs_s,
     })
     if tracker.bound is None and tracker.best is not None:
