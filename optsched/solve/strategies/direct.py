@@ -31,7 +31,7 @@ RELAXATION_SHARE = 0.3
 FIRST_LP_SHARE = 0.6
 # Share of the remaining time the LP-neighbourhood sub-MIP may use before the full MILP gets the rest.
 NEIGHBOURHOOD_SHARE = 0.25
-# The full MILP starts only with at least this many times the first LP's seconds left (see DirectMilp.refine).
+# The full MILP starts only with at least this many times the first LP's seconds left (see refine).
 MILP_START_FACTOR = 3.0
 
 WarmValues = dict[tuple[str, Hashable], float]
