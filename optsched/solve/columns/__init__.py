@@ -18,6 +18,10 @@ Lagrangian D(mu, lambda) of optsched.solve.bound (a closed-form upper bound per 
 valid for any prices. When pricing finds nothing, the columns' integer master (price-and-branch) is solved by
 HiGHS, warm-started from the best plan; with a few dozen coupling rows against thousands of jobs, the LP
 leaves at most G + B jobs fractional, so that MILP is close to its LP.
+
+The package follows those seams: master.py (the restricted master, its LP duals and integer solve), pricing.py
+(columns with a positive reduced profit), bounds.py (the Lagrangian and per-job bounds), generation.py (the loop,
+`solve_by_columns`).
 """
 
 from optsched.solve.columns.bounds import JobBounds
