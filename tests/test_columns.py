@@ -15,6 +15,7 @@ from optsched import SolveOptions, Status, Workload
 from optsched.model.data import ModelData
 from optsched.model.objectives import OBJECTIVES
 from optsched.solve import highs
+from optsched.solve.bound import NU_SHARES
 from optsched.solve.budget import TimeBudget
 from optsched.solve.columns import ColumnMaster, JobBounds, solve_by_columns
 from optsched.solve.construct import construct
@@ -153,3 +154,20 @@ def test_column_path_keeps_the_time_limit_and_streams_verified_incumbents():
     assert result.bound is not None and result.bound >= result.objective
     assert seen and all(verify(w, p) == [] for p in seen)
     assert [p.objective for p in seen] == sorted(p.objective for p in seen)
+
+
+def test_timed_refinement_sizes_its_blocks_without_changing_the_bound():
+    # The refined bound with a deadline far away (blocks sized by measured time) equals the untimed one (fixed
+    # blocks): each job's bound is its own, so block sizes may only change where the loop stops.
+    w = generate_racks("M", 0)
+    master = ColumnMaster(ModelData(w))
+    bounds = JobBounds(master)
+    rng = np.random.default_rng(3)
+    mu = rng.uniform(0.0, 0.5, len(master.data.groups))
+    lam = rng.uniform(0.0, 1e-3, len(master.headroom))
+    sigma = np.zeros(len(w.jobs))
+    _, upper = bounds.bound(mu, lam, NU_SHARES)
+    untimed = bounds.refined_bound(sigma, mu, lam, upper)
+    timed = bounds.refined_bound(sigma, mu, lam, upper, deadline=time.monotonic() + 3600.0)
+    assert untimed < float(mu @ master.a.count + lam @ master.headroom + np.maximum(upper, 0).sum())
+    assert timed == untimed
