@@ -31,9 +31,9 @@ test: install architecture docs
 test-fast: install architecture
 	$(BIN)/python -m pytest -q -m "not slow"
 
-# The import graph: no cycles, arrows only down the layers (optsched/testing/architecture.py).
+# The import graph: no cycles, arrows only down the layers (tests/support/architecture.py).
 architecture: install
-	$(BIN)/python -m optsched.testing.architecture
+	$(BIN)/python -m tests.support.architecture
 
 # The gates: ruff (pyproject.toml [tool.ruff]) over the repository and mypy over optsched and api, both at zero
 # findings; strict on optsched.schema, optsched.model and optsched.verify ([tool.mypy] and its overrides).

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import requests
 
-from optsched.testing.server import LiveServer, free_port, rss_mb
+from tests.support.server import LiveServer, free_port, rss_mb
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_MD = ROOT / "bench" / "results" / "reliability.md"

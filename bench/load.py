@@ -40,7 +40,7 @@ import requests
 
 import optsched
 from optsched.infra.store import FINAL_STATES
-from optsched.testing.server import LiveServer, rss_mb
+from tests.support.server import LiveServer, rss_mb
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ROOT / "models" / "workloads"

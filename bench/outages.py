@@ -4,7 +4,7 @@ second database outage with a 5 s result retry, so that answers go through the s
 
     .venv/bin/python -m bench.outages [--append bench/results/reliability.md] [--db-down 17] [--redis-down 10]
 
-Each scenario runs against a Redis server and a PostgreSQL database of its own (optsched/testing/outages.py) with
+Each scenario runs against a Redis server and a PostgreSQL database of its own (tests/support/outages.py) with
 two one-process `optsched worker` pools and one `optsched serve`; clients submit continuously (a long plan, 2 s of
 solving, every fourth) and read plans and lists. The section is printed, and appended to the file given.
 """
@@ -20,7 +20,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from optsched.testing.outages import (
+from tests.support.outages import (
     TABLE_HEADER,
     Deployment,
     OutageReport,

@@ -62,7 +62,7 @@ def _hypothesis(strategy, examples: int, body: Callable[[Any], None]) -> None:
 
 
 def _server(folder: Path, name: str, **kwargs) -> Any:
-    from optsched.testing.server import LiveServer
+    from tests.support.server import LiveServer
 
     return LiveServer(database=folder / f"{name}.db", log=folder / f"{name}.log", **kwargs)
 
@@ -76,7 +76,7 @@ def section_fuzz(examples: int = 300, stateful: int = 150) -> dict[str, Any]:
     from schemathesis import GenerationMode
     from schemathesis.config import SchemathesisConfig
 
-    from api.testing import CHECKS, SPEC
+    from tests.support.api_testing import CHECKS, SPEC
 
     schema = schemathesis.openapi.from_dict(SPEC, config=SchemathesisConfig.from_dict({"generation": {"mode": "all"}}))
     auth = {"Authorization": f"Bearer {TOKEN}"}
@@ -177,8 +177,8 @@ def section_fuzz(examples: int = 300, stateful: int = 150) -> dict[str, Any]:
 def section_mutate(examples: int = 2000) -> dict[str, Any]:
     """The hypothesis mutations of tests/reliability/test_bad_input.py, `examples` of them, counted by kind."""
     from api import create_app, shutdown
-    from optsched.testing.interfaces import check_everywhere
-    from optsched.testing.mutations import mutants
+    from tests.support.interfaces import check_everywhere
+    from tests.support.mutations import mutants
 
     outcomes: Counter = Counter()
     failures: list[str] = []
@@ -218,8 +218,8 @@ def section_mutate(examples: int = 2000) -> dict[str, Any]:
 
 def section_feasible(examples: int = 1000) -> dict[str, Any]:
     from optsched.schema.plan import Status
-    from optsched.testing.factories import tiny_workloads
     from optsched.testing.feasibility import check_plan_and_baselines
+    from tests.support.factories import tiny_workloads
 
     statuses: Counter = Counter()
     compared: Counter = Counter()
@@ -414,7 +414,7 @@ def _poll_client(client, location: str, timeout_s: float = 120) -> dict:
 
 
 def section_crash(runs: int = 3, workloads: int = 100, kills: int = 10) -> dict[str, Any]:
-    from optsched.testing.crash import run_crash_scenario
+    from tests.support.crash import run_crash_scenario
 
     reports = []
     with tempfile.TemporaryDirectory() as folder:
@@ -476,7 +476,7 @@ def _memory_workload(i: int) -> dict[str, Any]:
 
 
 def _memory_run(solves: int, max_solves_per_worker: int) -> dict[str, Any]:
-    from optsched.testing.server import rss_mb
+    from tests.support.server import rss_mb
 
     env = {"OPTSCHED_MAX_SOLVES_PER_WORKER": str(max_solves_per_worker), "OPTSCHED_SYNC_WAIT_S": "30"}
     lives: dict[int, dict[str, float]] = {}  # solver pid -> first/last/max RSS
@@ -530,7 +530,7 @@ def _memory_run(solves: int, max_solves_per_worker: int) -> dict[str, Any]:
 
 def section_access(ids: int = 10_000) -> dict[str, Any]:
     from api import create_app, shutdown
-    from api.testing import GOOD, PUBLIC_PREFIXES, WRONG, protected_routes, url_for_rule
+    from tests.support.api_testing import GOOD, PUBLIC_PREFIXES, WRONG, protected_routes, url_for_rule
 
     tiny = json.loads((WORKLOADS / "tiny.json").read_text())
     out: dict[str, Any] = {}
@@ -692,7 +692,7 @@ def _md_mutate(f: dict[str, Any]) -> list[str]:
     rows = [(kind, ", ".join(f"{k}: {v}" for k, v in outcomes.items())) for kind, outcomes in f["by_kind"].items()]
     return [
         f"{f['examples']:,} hypothesis-mutated workloads, each through `optsched.plan`, `optsched plan` and POST "
-        "/v1/plans (optsched/testing/interfaces.py): rejected means InvalidWorkload listing the changed path, exit 2 "
+        "/v1/plans (tests/support/interfaces.py): rejected means InvalidWorkload listing the changed path, exit 2 "
         "with the paths on stderr and no traceback, and a 4xx problem+json (422 with the same paths as the Python "
         "API); otherwise the plan of each interface passes the verifier.",
         "",
@@ -706,7 +706,7 @@ def _md_feasible(f: dict[str, Any]) -> list[str]:
     compared = ", ".join(f"{k}: {v}" for k, v in f["optimal_plans_compared_with_feasible_baselines"].items())
     best = ", ".join(f"{k}: {v:g}" for k, v in f["best_baseline_relative_to_optimal"].items())
     return [
-        f"{f['workloads']:,} hypothesis workloads (optsched.testing.factories.tiny_workloads: up to 8 jobs, 3 groups, "
+        f"{f['workloads']:,} hypothesis workloads (tests.support.factories.tiny_workloads: up to 8 jobs, 3 groups, "
         "8 devices each, every feature at random, both objectives) through `optsched.plan`; each plan and each "
         "baseline's plan through the verifier; every `optimal` plan compared with each feasible baseline of "
         "`optsched.baselines.BASELINES`; every `infeasible` verdict checked against the baselines.",
@@ -766,7 +766,7 @@ def _md_limits(f: dict[str, Any]) -> list[str]:
 
 def _md_crash(f: dict[str, Any]) -> list[str]:
     return [
-        f"{f['runs']} runs of optsched/testing/crash.py, {f['workloads_per_run']} workloads each, the whole server "
+        f"{f['runs']} runs of tests/support/crash.py, {f['workloads_per_run']} workloads each, the whole server "
         "process group SIGKILLed again and again and restarted on the same SQLite file.",
         "",
         *_table(

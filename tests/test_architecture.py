@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grimp
 
-from optsched.testing.architecture import check
+from tests.support.architecture import check
 
 
 def test_the_package_has_no_cycle_and_no_forbidden_arrow():
@@ -29,10 +29,17 @@ def test_the_checker_finds_a_cycle_and_the_arrows_it_forbids():
         ("optsched.verify.placement", "optsched.model.data"),  # verifiers see only the schema
         ("optsched.night.engine", "flask"),  # no web framework under optsched/
         ("optsched.service.kinds", "optsched.explain.planning"),  # down: allowed
+        ("optsched.testing.instances", "tests.support.factories"),  # the installed package needs no harness
+        ("tests.test_cli", "bench.load"),  # tests never import bench
+        ("bench.reliability", "tests.test_cli"),  # bench imports only the harness from tests/
+        ("bench.load", "tests.support.server"),  # allowed
     ))
     assert report.cycles == (("optsched.explain.planning", "optsched.solve.planner"),)
     assert {(a, b) for a, b, _ in report.forbidden} == {
         ("optsched.solve.planner", "optsched.explain.planning"),
         ("optsched.verify.placement", "optsched.model.data"),
         ("optsched.night.engine", "flask"),
+        ("optsched.testing.instances", "tests.support.factories"),
+        ("tests.test_cli", "bench.load"),
+        ("bench.reliability", "tests.test_cli"),
     }

@@ -7,8 +7,8 @@ import json
 from typer.testing import CliRunner
 
 from optsched.cli import app
-from optsched.testing.factories import device, job, workload
 from optsched.verify.placement import verify
+from tests.support.factories import device, job, workload
 
 runner = CliRunner()
 

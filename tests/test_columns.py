@@ -20,10 +20,10 @@ from optsched.solve.budget import TimeBudget
 from optsched.solve.columns import ColumnMaster, JobBounds, solve_by_columns
 from optsched.solve.construct import construct
 from optsched.solve.extract import exact_speedups, extract, weighted
-from optsched.testing.factories import tiny_workloads
 from optsched.testing.instances import generate_racks
 from optsched.verify.placement import verify
 from tests.oracle import _job_options, brute_force
+from tests.support.factories import tiny_workloads
 
 
 def _prices(w: Workload, mu: dict[str, float], lam: dict[str | None, float]):

@@ -10,8 +10,8 @@ import optsched
 from optsched.model.data import ModelData
 from optsched.schema.names import Family, constraint_name
 from optsched.solve.backends import build_model
-from optsched.testing.factories import device, job, workload
 from optsched.verify.placement import verify
+from tests.support.factories import device, job, workload
 from tests.test_verify import CORRECT, base_workload, build_plan, correct_plan
 
 NAME = re.compile(r"^(\w+)\[([^\]]+)\]: ")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from optsched import Status, Workload
-from optsched.testing.factories import device, job, workload
 from tests.conftest import plan_checked
+from tests.support.factories import device, job, workload
 
 
 def test_p_zero_uses_one_device_at_the_fastest_speed():

@@ -8,8 +8,8 @@ from hypothesis import given
 import optsched
 from optsched import Status, Workload
 from optsched.explain.suggestions import apply_suggestions, suggest_changes
-from optsched.testing.factories import device, job, tiny_workloads, workload
 from tests.conftest import plan_checked
+from tests.support.factories import device, job, tiny_workloads, workload
 
 
 def fleet(**power):

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 import optsched
 from optsched.cli import app
 from optsched.explain.frontier import frontier
-from optsched.testing.factories import device, job, workload
+from tests.support.factories import device, job, workload
 
 
 def small():

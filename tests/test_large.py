@@ -20,11 +20,11 @@ from optsched.solve import decompose
 from optsched.solve.bound import lagrangian, lagrangian_bound
 from optsched.solve.construct import construct, improve
 from optsched.solve.extract import extract
-from optsched.testing.factories import device, job, tiny_workloads, workload
 from optsched.testing.instances import RACK_SIZES, generate, generate_racks
 from optsched.verify.placement import verify
 from tests.conftest import plan_checked
 from tests.oracle import brute_force
+from tests.support.factories import device, job, tiny_workloads, workload
 
 
 def _as_plan(data: ModelData, counts) -> optsched.Plan:

@@ -11,8 +11,8 @@ from optsched.model.constraints import populate_model
 from optsched.model.data import ModelData
 from optsched.schema.workload import Workload
 from optsched.solve.backends import HighsBuilder
-from optsched.testing.factories import tiny_workloads
 from optsched.testing.instances import generate, generate_racks
+from tests.support.factories import tiny_workloads
 
 
 class TermListBuilder(HighsBuilder):

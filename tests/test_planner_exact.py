@@ -7,9 +7,9 @@ from hypothesis import given
 
 import optsched
 from optsched import Status
-from optsched.testing.factories import device, job, tiny_workloads, workload
 from tests.conftest import plan_checked
 from tests.oracle import brute_force
+from tests.support.factories import device, job, tiny_workloads, workload
 
 
 def assert_matches_oracle(w) -> optsched.Plan:

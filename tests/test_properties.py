@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 
 from optsched import Status
-from optsched.testing.factories import tiny_workloads
 from tests.conftest import plan_checked
+from tests.support.factories import tiny_workloads
 
 
 @given(tiny_workloads(max_jobs=8, max_groups=3, max_count=8))

@@ -17,8 +17,8 @@ from optsched.solve import highs, pyomo_backend
 from optsched.solve.backends import build_model
 from optsched.solve.highs import Outcome, SolveRequest, map_pyomo_status
 from optsched.solve.pyomo_backend import PyomoBuilder
-from optsched.testing.factories import device, job, workload
 from tests.conftest import plan_checked
+from tests.support.factories import device, job, workload
 
 # rack2 is twice as fast: without a rule, the high-priority job X takes it.
 RACKS = workload(

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 import optsched
-from optsched.testing.factories import device, job, workload
+from tests.support.factories import device, job, workload
 
 
 def small() -> dict:

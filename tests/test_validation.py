@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from optsched import InvalidWorkload, Workload
-from optsched.testing.factories import device, job, workload
+from tests.support.factories import device, job, workload
 
 
 def problems(data) -> dict[str, str]:

@@ -7,8 +7,8 @@ import time
 from typing import Any
 
 from optsched.schema.catalog import sample_workload_path
-from optsched.testing.factories import device, job, workload
 from optsched.verify.placement import verify
+from tests.support.factories import device, job, workload
 
 
 def tiny_workload(name: str = "t", **options: Any) -> dict[str, Any]:

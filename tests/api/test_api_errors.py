@@ -7,8 +7,8 @@ import json
 import pytest
 
 from api import services
-from optsched.testing.factories import device, job, workload
 from tests.api.helpers import tiny_workload
+from tests.support.factories import device, job, workload
 
 PROBLEM_KEYS = {"type", "title", "status", "detail", "errors"}
 

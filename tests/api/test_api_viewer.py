@@ -13,10 +13,10 @@ from markupsafe import escape
 import optsched
 from api import pages, services
 from optsched.infra.store import PlanState, ResourceKind, state_of
-from optsched.testing.factories import device, job, workload
 from optsched.verify.timeline import verify_timeline
 from tests.api.helpers import night_queue, tiny_workload
 from tests.conftest import plan_checked
+from tests.support.factories import device, job, workload
 from tests.test_elastic import fleet
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

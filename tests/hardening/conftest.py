@@ -11,7 +11,7 @@ import pytest
 from flask import Flask
 
 from api import create_app, shutdown
-from optsched.testing.server import LiveServer
+from tests.support.server import LiveServer
 
 TOKEN = "hardening-token-7d41c0e9"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

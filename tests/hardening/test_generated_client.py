@@ -20,8 +20,8 @@ import requests
 from openapi_spec_validator import validate
 
 from api.examples import BODIES
-from optsched.testing.server import LiveServer
 from tests.hardening.conftest import TOKEN
+from tests.support.server import LiveServer
 
 GENERATOR = Path(sys.executable).with_name("openapi-python-client")
 FINAL_WAIT_S = 120

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from optsched.testing.server import LiveServer
 from tests.hardening.conftest import TOKEN
+from tests.support.server import LiveServer
 
 STALLED = 150
 READ_TIMEOUT_S = 2

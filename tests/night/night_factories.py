@@ -6,7 +6,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from optsched.testing.factories import device, job, workload
+from tests.support.factories import device, job, workload
 
 MODELS = ("fast", "slow")
 

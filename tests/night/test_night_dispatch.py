@@ -8,9 +8,9 @@ import pytest
 from optsched.night.fleet import Fleet
 from optsched.night.planner import CANDIDATE_NAMES, score
 from optsched.schema.night import NightQueue
-from optsched.testing.factories import device, job, workload
 from tests.night.conftest import night_checked
 from tests.night.test_night_exact import hand_queue
+from tests.support.factories import device, job, workload
 
 
 def fast_and_slow() -> dict:

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from optsched.night import NightPlan, NightStatus, plan_night
-from optsched.testing.factories import device, job, workload
 from tests.night.conftest import START, night_checked
+from tests.support.factories import device, job, workload
 
 
 def hand_queue() -> dict:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from optsched.testing.factories import device, job, workload
 from optsched.verify.timeline import verify_timeline
 from tests.night.conftest import night_checked
+from tests.support.factories import device, job, workload
 
 
 def failure_queue(**defaults) -> dict:

@@ -9,8 +9,8 @@ import optsched
 from optsched import InvalidWorkload, Workload
 from optsched.night import plan_night
 from optsched.schema.night import NightQueue
-from optsched.testing.factories import device, job, workload
 from tests.night.conftest import START
+from tests.support.factories import device, job, workload
 
 
 def problems(data, kind=NightQueue) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Fixtures for the outage tests: dependencies of the tests' own (see optsched/testing/outages.py).
+"""Fixtures for the outage tests: dependencies of the tests' own (see tests/support/outages.py).
 
 A `redis-server` on a free loopback port with its own data directory (the binary must be installed), a PostgreSQL
 database created on the machine's server at 127.0.0.1:5432 (trust authentication, a user that may create
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from optsched.testing.outages import PG_PORT, REDIS_SERVER, Deployment, PgDatabase, RedisServer, listening, pg_admin_url
+from tests.support.outages import PG_PORT, REDIS_SERVER, Deployment, PgDatabase, RedisServer, listening, pg_admin_url
 
 
 def _require_servers() -> None:

@@ -25,8 +25,8 @@ from optsched.infra.rq.spool import Answer, Spool, deliver, hold_spooled
 from optsched.infra.rq.sweep import housekeeping, redis_uptime_s, sweep
 from optsched.infra.store import PlanState, PlanStore, plans
 from optsched.service.kinds import RUNNER
-from optsched.testing.outages import OPTSCHED, session_pids, small_workload
 from optsched.verify.placement import verify
+from tests.support.outages import OPTSCHED, session_pids, small_workload
 
 pytestmark = pytest.mark.slow
 

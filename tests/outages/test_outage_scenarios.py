@@ -1,4 +1,4 @@
-"""The outages with plans in flight (optsched/testing/outages.py): clients keep submitting and reading while Redis is
+"""The outages with plans in flight (tests/support/outages.py): clients keep submitting and reading while Redis is
 killed and restarted (without, then with persistence), the database refuses connections with its sessions cut,
 and a worker pool is killed. Every accepted plan ends final with exactly one row and a verified plan, no claim
 is solved twice, clients see only 2xx, 4xx and 503; `python -m bench.outages` measures the same at a larger budget.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from optsched.testing.outages import database_outage, redis_outage, worker_killed
+from tests.support.outages import database_outage, redis_outage, worker_killed
 
 pytestmark = pytest.mark.slow
 

@@ -22,9 +22,9 @@ import optsched
 from optsched.cli import app
 from optsched.cli_tables import TABLE_MIN_WIDTH, print_plan_table
 from optsched.schema.catalog import sample_workload_path
-from optsched.testing.factories import device, job, workload
 from optsched.verify.placement import verify
 from tests.api.helpers import night_queue, tiny_workload
+from tests.support.factories import device, job, workload
 
 OPTSCHED = Path(sys.executable).with_name("optsched")
 LONG_IDS = [f"a-very-long-training-job-identifier-{i}-of-the-nightly-recommendation-sweep" for i in range(3)]

@@ -14,7 +14,7 @@ import pytest
 from flask import Flask
 
 from api import create_app, shutdown
-from optsched.testing.server import LiveServer
+from tests.support.server import LiveServer
 
 
 @pytest.fixture

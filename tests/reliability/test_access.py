@@ -15,9 +15,9 @@ import pytest
 import requests
 
 from api import services
-from api.testing import GOOD, SECRET_NAME, TOKEN, WRONG, protected_routes, url_for_rule
 from optsched.infra.store import PlanStore
 from tests.api.helpers import tiny_workload
+from tests.support.api_testing import GOOD, SECRET_NAME, TOKEN, WRONG, protected_routes, url_for_rule
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 Hypothesis takes tiny valid workloads and changes one value: a wrong type, NaN or infinity, a negative or
 huge number, a list of 10^5-10^6 items, nesting 40 to 100,000 deep, an unknown field, a unicode id, a
 duplicate id, a missing field. Each goes through `optsched.plan`, `optsched plan` and POST /v1/plans (see
-optsched/testing/interfaces.py for what each must do). The API side of the promise is also fuzzed from the
+tests/support/interfaces.py for what each must do). The API side of the promise is also fuzzed from the
 OpenAPI document in test_fuzz_api.py.
 """
 
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 
 from api import create_app, shutdown
-from optsched.testing.interfaces import TRACEBACK, check_everywhere
-from optsched.testing.mutations import MUTATIONS, mutants
+from tests.support.interfaces import TRACEBACK, check_everywhere
+from tests.support.mutations import MUTATIONS, mutants
 
 EXAMPLES = int(os.environ.get("OPTSCHED_MUTATION_EXAMPLES", "200"))
 OPTSCHED = Path(sys.executable).with_name("optsched")

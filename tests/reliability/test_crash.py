@@ -1,4 +1,4 @@
-"""Promise 4: nothing is lost under crashes (the scenario is in optsched/testing/crash.py).
+"""Promise 4: nothing is lost under crashes (the scenario is in tests/support/crash.py).
 
 50 workloads, the server SIGKILLed (whole process group) 4 times: once while a plan is solving, once at a
 random moment, twice from inside at a random database commit or write; restarted on the same SQLite file each
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from optsched.testing.crash import run_crash_scenario
+from tests.support.crash import run_crash_scenario
 
 KILLS = int(os.environ.get("OPTSCHED_CRASH_KILLS", "4"))
 

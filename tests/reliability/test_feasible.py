@@ -1,6 +1,6 @@
 """Promise 2: every plan is feasible, and no baseline beats a plan reported `optimal`.
 
-Hypothesis generates workloads with every feature on at random (optsched.testing.factories.tiny_workloads: priorities,
+Hypothesis generates workloads with every feature on at random (tests.support.factories.tiny_workloads: priorities,
 deadlines, memory, allowed models, speed_on, fleet and domain budgets, both objectives), larger than the
 exhaustive oracle can check. Each plan goes through the independent verifier; every baseline registered in
 optsched.baselines.BASELINES runs on the same workload and must verify too; an `optimal` plan must be at least
@@ -16,8 +16,8 @@ import os
 from hypothesis import HealthCheck, event, given, settings
 
 from optsched.baselines import BASELINES
-from optsched.testing.factories import tiny_workloads
 from optsched.testing.feasibility import check_plan_and_baselines
+from tests.support.factories import tiny_workloads
 
 EXAMPLES = int(os.environ.get("OPTSCHED_FEASIBLE_EXAMPLES", "200"))
 

@@ -16,7 +16,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.config import SchemathesisConfig
 
-from api.testing import AUTH, CHECKS, SPEC, TOKEN
+from tests.support.api_testing import AUTH, CHECKS, SPEC, TOKEN
 
 EXAMPLES = int(os.environ.get("OPTSCHED_FUZZ_EXAMPLES", "25"))
 STATEFUL_STEPS = int(os.environ.get("OPTSCHED_FUZZ_STATEFUL_EXAMPLES", "15"))

@@ -19,10 +19,10 @@ from optsched.schema.workload import Workload
 from optsched.service.kinds import runner
 from optsched.service.settings import ConfigError, load_settings
 from optsched.testing import solvers
-from optsched.testing.factories import device, job, workload
 from optsched.testing.instances import generate
 from optsched.verify.placement import verify
 from tests.api.helpers import tiny_workload
+from tests.support.factories import device, job, workload
 
 GRACE_S = 1.0
 # Process start, the pool's polling and a loaded 2-core machine: a solve may end this much past its deadline.

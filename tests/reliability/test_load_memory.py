@@ -16,9 +16,9 @@ import requests
 
 from api import services
 from optsched.testing.instances import generate
-from optsched.testing.server import rss_mb
 from tests.api.helpers import tiny_workload
 from tests.reliability.conftest import log_of
+from tests.support.server import rss_mb
 
 HTTP_THREADS = 8
 CLIENTS = 12  # more than the HTTP threads: without the cap on sync waits, /healthz would queue behind them

@@ -9,8 +9,8 @@ import pytest
 from optsched import InvalidPlan, InvalidWorkload
 from optsched.replan import Change, InvalidChange, apply_change, replan
 from optsched.schema.workload import Workload
-from optsched.testing.factories import device, job, workload
 from tests.replan.conftest import plan_checked
+from tests.support.factories import device, job, workload
 
 BASE = workload(
     [device("g1", "m1", 4, [(100.0, 1.0)], domain="r1"), device("g2", "m2", 2, [(200.0, 2.0)], domain="r2")],

@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 import optsched
 from optsched.cli import app
 from optsched.replan import apply_change
-from optsched.testing.factories import device, job, workload
 from optsched.verify.placement import verify
+from tests.support.factories import device, job, workload
 
 runner = CliRunner()
 

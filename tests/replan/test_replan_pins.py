@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from optsched.replan import ChangeKind, Reason
-from optsched.testing.factories import device, job, workload
 from tests.replan.conftest import plan_checked, replan_checked
+from tests.support.factories import device, job, workload
 
 
 def fleet(fast_speed=4.0):

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 import optsched
 from optsched.replan import InvalidChange, move_costs, moved_jobs, replan
 from optsched.replan.replan import group_counts
-from optsched.testing.factories import job, tiny_workloads
 from tests.replan.conftest import plan_checked, replan_checked
+from tests.support.factories import job, tiny_workloads
 
 
 @st.composite

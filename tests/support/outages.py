@@ -42,8 +42,8 @@ from typing import Any
 import requests
 
 from optsched.testing.instances import generate
-from optsched.testing.server import LiveServer, free_port
 from optsched.verify.placement import verify
+from tests.support.server import LiveServer, free_port
 
 PG_HOST, PG_PORT = "127.0.0.1", 5432
 OPTSCHED = Path(sys.executable).with_name("optsched")

@@ -20,7 +20,7 @@ import optsched
 from optsched.cli import app as cli_app
 from optsched.schema.errors import InvalidWorkload
 from optsched.schema.workload import MAX_LISTED_ERRORS
-from optsched.testing.mutations import Mutant, reported
+from tests.support.mutations import Mutant, reported
 
 TRACEBACK = "Traceback (most recent call last)"
 # Mutations a JSON parser may refuse before any field is looked at (then the problem is the whole document).

@@ -1,6 +1,6 @@
 """The import graph's rules, checked: no cycle (imports inside functions count), arrows only go down the layers.
 
-    python -m optsched.testing.architecture     # prints the layers, the cycles and the forbidden arrows
+    python -m tests.support.architecture     # prints the layers, the cycles and the forbidden arrows
 
 Exit status 1 when there is any cycle or forbidden arrow. `make test` runs it (tests/test_architecture.py).
 The graph comes from grimp, which reads every import statement of every module, at any depth.
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import grimp
 
-PACKAGES = ("optsched", "api")
+PACKAGES = ("optsched", "api", "tests", "bench")
 
 # Low to high. A module may import modules of its own layer's package and of lower layers, never higher ones.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -27,12 +27,18 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("infra", ("optsched.infra",)),
     ("service", ("optsched.service", "optsched.adapters")),
     ("faces", ("optsched.cli", "optsched.cli_tables", "optsched.slurm_cli", "api", "optsched.testing")),
+    ("harness", ("tests.support",)),  # not installed: the dev extra's servers, fault tools and strategies
+    ("tests and benchmarks", ("tests", "bench")),
 )
 
 # Narrower rules than the layer order, as (importer prefix, allowed imported prefixes).
 ONLY: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("optsched.verify", ("optsched.verify", "optsched.schema")),
     ("optsched.schema", ("optsched.schema",)),
+    ("tests.support", ("tests.support", "optsched", "api")),
+    # Neither imports the other's modules; bench drives the harness at larger budgets than CI's.
+    ("tests", ("tests", "optsched", "api")),
+    ("bench", ("bench", "tests.support", "optsched", "api")),
 )
 # Third-party packages that no module under optsched/ may import (the web framework stays in the faces).
 WEB = ("flask", "flask_openapi3", "werkzeug", "gunicorn", "waitress")

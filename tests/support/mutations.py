@@ -16,7 +16,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from optsched.schema.workload import DeviceGroup, Job, Options, Power, PowerLevel, PowerWindow, Workload
-from optsched.testing.factories import tiny_workloads
+from tests.support.factories import tiny_workloads
 
 # Placeholder replaced in the JSON text by a value json.dumps cannot write (NaN, deep nesting).
 RAW = "__raw_json_value__"
@@ -221,7 +221,7 @@ MUTATIONS = {
 
 @st.composite
 def mutants(draw, kinds: tuple[str, ...] = tuple(MUTATIONS)) -> Mutant:
-    """A tiny valid workload (optsched.testing.factories) with one mutation of one of `kinds`."""
+    """A tiny valid workload (tests.support.factories) with one mutation of one of `kinds`."""
     doc = draw(tiny_workloads(max_jobs=3, max_groups=2, max_count=3))
     doc["options"] = {"time_limit_s": 5, "mip_gap": 1e-4}
     kind = draw(st.sampled_from(kinds))

@@ -28,9 +28,9 @@ from typing import Any
 import requests
 
 from optsched.schema.catalog import sample_workload_path
-from optsched.testing.factories import device, job, workload
-from optsched.testing.server import LiveServer
 from optsched.verify.placement import verify
+from tests.support.factories import device, job, workload
+from tests.support.server import LiveServer
 
 FAILPOINT_SERVER = (sys.executable, "-m", "api.failpoints")
 FEASIBLE = ("optimal", "time_limit")
