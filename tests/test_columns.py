@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +25,7 @@ from optsched.testing.instances import generate_racks
 from optsched.verify.placement import verify
 from tests.oracle import _job_options, brute_force
 from tests.support.factories import tiny_workloads
+from tests.support.timing import past_deadline
 
 
 def _prices(w: Workload, mu: dict[str, float], lam: dict[str | None, float]):
@@ -77,6 +79,7 @@ def test_job_bound_covers_every_allocation_of_the_job(case):
         assert bounds[j] >= best - 1e-9 * max(1.0, abs(best)), (job.id, bounds[j], best)
 
 
+@pytest.mark.slow
 @given(tiny_workloads(max_jobs=4, max_groups=3, max_count=4))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_column_generation_bounds_and_plans_bracket_the_optimum(workload):
@@ -111,6 +114,7 @@ def test_column_generation_bounds_and_plans_bracket_the_optimum(workload):
         assert plan.weighted_speedup <= optimum + 1e-6 * max(1.0, abs(optimum))
 
 
+@pytest.mark.slow
 @given(tiny_workloads(max_jobs=4, max_groups=3, max_count=4))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_planner_on_the_column_path_matches_exhaustive_search(workload):
@@ -126,6 +130,7 @@ def test_planner_on_the_column_path_matches_exhaustive_search(workload):
         assert result.objective >= optimum / (1 + 1.1 * w.options.mip_gap) - 1e-6
 
 
+@pytest.mark.slow
 def test_rack_workload_is_proven_within_its_gap_by_columns():
     # 200 jobs x 16 groups with per-rack budgets and a quarter hard jobs, pushed onto the column path.
     w = generate_racks("M", 0)
@@ -139,6 +144,7 @@ def test_rack_workload_is_proven_within_its_gap_by_columns():
     assert columns.objective <= direct.bound * (1 + 1e-6) and direct.objective <= columns.bound * (1 + 1e-6)
 
 
+@pytest.mark.slow
 def test_column_path_keeps_the_time_limit_and_streams_verified_incumbents():
     # 1,000 jobs x 32 groups pushed onto the column path with a limit far too short to prove it.
     w = generate_racks("L", 1, options={"time_limit_s": 4.0})
@@ -146,9 +152,9 @@ def test_column_path_keeps_the_time_limit_and_streams_verified_incumbents():
     start = time.monotonic()
     result = optsched.plan(w, on_incumbent=seen.append, options=SolveOptions(strategy="columns"))
     elapsed = time.monotonic() - start
-    # The watchdog's bound on a HiGHS that overruns (grace, then the wait for its interrupt), and a second for the
-    # set-up and the final extraction on a loaded machine (CI measured 5.6 s).
-    assert elapsed <= 4.0 + highs.WATCHDOG_GRACE_S + highs.CANCEL_WAIT_S + 1.0, elapsed
+    # The watchdog's bound on a HiGHS that overruns (grace, then the wait for its interrupt) on a busy machine
+    # (CI measured 5.6 s, a 2-core machine at load 3-5 7.3 s).
+    assert elapsed <= past_deadline(4.0, highs.WATCHDOG_GRACE_S + highs.CANCEL_WAIT_S), elapsed
     assert verify(w, result) == []
     assert result.status in (Status.time_limit, Status.optimal)
     assert result.bound is not None and result.bound >= result.objective

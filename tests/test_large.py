@@ -16,7 +16,7 @@ import optsched
 from optsched import Status, Workload
 from optsched.model.data import ModelData
 from optsched.model.objectives import OBJECTIVES
-from optsched.solve import decompose
+from optsched.solve import decompose, highs
 from optsched.solve.bound import lagrangian, lagrangian_bound
 from optsched.solve.construct import construct, improve
 from optsched.solve.extract import extract
@@ -25,6 +25,9 @@ from optsched.verify.placement import verify
 from tests.conftest import plan_checked
 from tests.oracle import brute_force
 from tests.support.factories import device, job, tiny_workloads, workload
+from tests.support.timing import past_deadline
+
+pytestmark = pytest.mark.slow  # workloads of hundreds to thousands of jobs
 
 
 def _as_plan(data: ModelData, counts) -> optsched.Plan:
@@ -117,7 +120,8 @@ def test_decomposed_solve_verifies_and_keeps_the_time_limit():
     parts = optsched.SolveOptions(strategy="parts", part_options=2_000)
     result = plan_checked(w, on_incumbent=seen.append, options=parts)
     elapsed = time.monotonic() - start
-    assert elapsed <= 8.0 * 1.5 + 2.0, elapsed
+    # The watchdog's bound, and two seconds to start the parts' worker processes, on a busy machine.
+    assert elapsed <= past_deadline(8.0, highs.WATCHDOG_GRACE_S + highs.CANCEL_WAIT_S + 2.0), elapsed
     assert result.status in (Status.time_limit, Status.optimal)
     assert result.timings["parts"] >= 2
     first = seen[0].objective

@@ -8,6 +8,8 @@ import copy
 import json
 import time
 
+import pytest
+
 from api.examples import NIGHT_QUEUE, WORKLOAD
 from optsched.infra.store import PlanState, ResourceKind
 from optsched.night import plan_night
@@ -15,6 +17,7 @@ from optsched.schema.plan import Plan
 from optsched.schema.workload import Workload
 from optsched.verify.placement import verify
 from tests.hardening.conftest import paths, problem
+from tests.support.timing import loaded
 
 
 def workload(**changes) -> dict:
@@ -82,6 +85,7 @@ def test_a_night_that_could_hold_a_solver_for_hours_is_refused(make_app):
     assert client.post("/v1/night-plans", json=body).status_code == 202
 
 
+@pytest.mark.slow
 def test_verify_is_limited_like_plans_and_linear_in_its_input(make_app):
     client = make_app(MAX_JOBS=100).test_client()
     assert list(errors(client.post("/v1/verify", json={"workload": big_workload(1), "plan": big_plan(101)}))) == [
@@ -92,7 +96,7 @@ def test_verify_is_limited_like_plans_and_linear_in_its_input(make_app):
     w, p = Workload.load(big_workload(24_000)), Plan.model_validate(big_plan(24_000))
     started = time.monotonic()
     assert verify(w, p) == verify(w, p)[:]
-    assert time.monotonic() - started < 10.0, "24,000 placements verified twice: seconds, not minutes"
+    assert time.monotonic() - started < loaded(3.0), "24,000 placements verified twice: seconds, not 42 s"
 
 
 def big_workload(n: int) -> dict:
@@ -131,7 +135,7 @@ def test_a_chart_too_large_to_draw_is_a_409_at_once_and_a_small_one_is_drawn(mak
     started = time.monotonic()
     body = problem(client.get(f"/v1/night-plans/{wide}/gantt.png"), 409)
     assert "OPTSCHED_MAX_CHART_ROWS" in body["detail"] and "3,000 rows" in body["detail"]
-    assert time.monotonic() - started < 5.0  # not drawn: the 3,000-row chart took 44 s and 565 MB
+    assert time.monotonic() - started < loaded(1.5)  # not drawn: the 3,000-row chart took 44 s and 565 MB
     small = finished_night(app, {**queue, "devices": [{"id": "g", "model": "A100-SXM", "count": 4}]})
     drawn = client.get(f"/v1/night-plans/{small}/gantt.png")
     assert drawn.status_code == 200 and drawn.data.startswith(b"\x89PNG")

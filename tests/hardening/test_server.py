@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import socket
+import statistics
 import time
 from pathlib import Path
 
@@ -16,6 +17,9 @@ import requests
 
 from tests.hardening.conftest import TOKEN
 from tests.support.server import LiveServer
+from tests.support.timing import loaded, past_deadline
+
+pytestmark = pytest.mark.slow  # a real server with 150 stalled connections
 
 STALLED = 150
 READ_TIMEOUT_S = 2
@@ -73,7 +77,8 @@ def test_150_stalled_connections_do_not_starve_the_server(server):
             started = time.monotonic()
             assert requests.get(f"{server.base}/healthz", timeout=5).status_code == 200
             times.append(time.monotonic() - started)
-        assert max(times) < 1.0, times
+        # Starved, every probe would wait for a stalled connection's read timeout (2 s).
+        assert statistics.median(times) < 0.5 and max(times) < loaded(1.0), times
     finally:
         for s in stalled:
             s.close()
@@ -85,7 +90,7 @@ def test_a_body_shorter_than_its_content_length_gets_408_within_the_read_timeout
     took, response = raw(server, request, wait_s=READ_TIMEOUT_S + 10)
     status, body = problem_of(response)
     assert status == 408 and "OPTSCHED_READ_TIMEOUT_S" in body["detail"]
-    assert took < READ_TIMEOUT_S + 5  # the maintenance tick runs every second
+    assert took < past_deadline(READ_TIMEOUT_S, 2.0)  # the maintenance tick runs every second
 
 
 def test_errors_of_the_http_server_itself_are_problem_documents(server):

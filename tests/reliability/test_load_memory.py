@@ -12,6 +12,7 @@ import statistics
 import threading
 import time
 
+import pytest
 import requests
 
 from api import services
@@ -19,6 +20,9 @@ from optsched.testing.instances import generate
 from tests.api.helpers import tiny_workload
 from tests.reliability.conftest import log_of
 from tests.support.server import rss_mb
+from tests.support.timing import loaded
+
+pytestmark = pytest.mark.slow  # real servers and solver processes, at CI's budgets
 
 HTTP_THREADS = 8
 CLIENTS = 12  # more than the HTTP threads: without the cap on sync waits, /healthz would queue behind them
@@ -63,7 +67,8 @@ def test_healthz_answers_at_once_while_every_worker_solves_and_clients_outnumber
     stop.set()
     for t in clients:
         t.join(30)
-    assert max(latencies) < 1.0 and statistics.median(latencies) < 0.25, (latencies, log_of(server)[-2000:])
+    # Queued behind the sync waits, a probe would take up to their 2 s (OPTSCHED_SYNC_WAIT_S); at once is well under.
+    assert statistics.median(latencies) < 0.5 and max(latencies) < loaded(1.0), (latencies, log_of(server)[-2000:])
     assert still_solving, "the worker finished early: /healthz was not measured under a full pool"
     assert set(codes) <= {201, 202, 503}, set(codes)
 
