@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install plan serve night test test-fast architecture lint docs bench bench-large clean
+.PHONY: install plan serve night test test-fast test-durations test-busy architecture lint docs bench bench-large clean
 
 install: $(STAMP)
 
@@ -27,9 +27,22 @@ night: install
 test: install architecture docs
 	$(BIN)/python -m pytest -q
 
-# The inner loop: everything but the slow tests (see tests/conftest.py), under a minute on 2 cores.
+# The inner loop: everything but the tests marked slow (@pytest.mark.slow: over about a second, real servers, worker
+# processes, the browser): 37 s of CPU time (so about 40 s on an idle 2-core machine), measured on 2026-12-02.
 test-fast: install architecture
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# The fast tier's rule checked: fails, naming them, when tests not marked slow take over 2 s (tests/support/durations.py).
+test-durations: install
+	$(BIN)/python -m pytest -q -m "not slow" --fast-limit-s=2
+
+# The suite keeps its word on a busy machine: the fast tier, then the tests that assert on wall time, each beside two
+# CPU-bound processes (tests/support/busy.py; bounds in tests/support/timing.py).
+TIME_SENSITIVE := tests/test_time_limit.py tests/test_columns.py tests/test_large.py tests/api/test_api_verify_health.py \
+	tests/hardening tests/reliability/test_limits.py tests/reliability/test_load_memory.py
+test-busy: install architecture
+	$(BIN)/python -m tests.support.busy -q -m "not slow"
+	$(BIN)/python -m tests.support.busy -q $(TIME_SENSITIVE)
 
 # The import graph: no cycles, arrows only down the layers (tests/support/architecture.py).
 architecture: install

@@ -10,6 +10,10 @@ from hypothesis import HealthCheck, settings
 import optsched
 from optsched.verify.placement import verify
 
+# The fast tier's rule, checked: `make test-durations` fails on a test over its limit that is not marked slow
+# (pytester: tests/test_durations.py runs the check on a suite of its own).
+pytest_plugins = ["tests.support.durations", "pytester"]
+
 settings.register_profile(
     "default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
@@ -31,21 +35,3 @@ def plan_checked(workload, **kwargs) -> optsched.Plan:
 @pytest.fixture
 def checked():
     return plan_checked
-
-
-# The full suite is `make test` (CI); `make test-fast` (-m "not slow") is the inner loop, under a minute on 2 cores.
-# Slow: real servers and worker processes, crash and load tests, the browser, and the larger planner runs.
-SLOW_PARTS = ("tests/reliability/", "tests/scale/", "tests/api/test_api_server.py", "tests/api/test_api_browser.py",
-              "tests/api/test_api_jobs.py", "tests/api/test_api_kinds.py", "tests/night/", "tests/test_time_limit.py",
-              "tests/test_frontier.py", "tests/test_properties.py", "tests/queueing/test_queueing_simulation.py",
-              "tests/test_large.py", "tests/hardening/test_server.py", "tests/hardening/test_generated_client.py",
-              "tests/pages/test_pages_browser.py", "tests/outages/", "tests/test_rounding.py",
-              "tests/replan/test_replan_demo.py")
-
-
-def pytest_collection_modifyitems(config, items):
-    root = str(config.rootpath) + "/"
-    for item in items:
-        where = str(item.path).removeprefix(root)
-        if where.startswith(SLOW_PARTS):
-            item.add_marker(pytest.mark.slow)

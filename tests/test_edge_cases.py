@@ -130,6 +130,7 @@ def test_model_never_mutates_input():
     assert Workload.load(data) == w
 
 
+@pytest.mark.slow
 def test_demo_workload_plans_optimally_and_budget_binds():
     from optsched.schema.catalog import sample_workload_path
 

@@ -68,6 +68,7 @@ def test_feasible_workload_needs_no_change():
     assert suggest_changes(Workload.load(fleet())) == []
 
 
+@pytest.mark.slow
 @given(tiny_workloads(max_jobs=4, max_groups=2, max_count=4))
 def test_applying_the_suggestions_always_gives_a_feasible_workload(w):
     suggestions = suggest_changes(Workload.load(w))

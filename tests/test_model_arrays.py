@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 
 from optsched.model.builder import ModelBuilder
@@ -52,6 +53,7 @@ def test_array_rows_equal_term_rows_on_random_workloads(w):
     assert_same_model(workload.model_copy(update={"objective": "min_power"}))
 
 
+@pytest.mark.slow
 def test_array_rows_equal_term_rows_on_generated_fleets_with_racks():
     for workload in (generate("M", 0), generate_racks("M", 1)):
         assert_same_model(workload)

@@ -23,6 +23,7 @@ def assert_matches_oracle(w) -> optsched.Plan:
     return result
 
 
+@pytest.mark.slow
 @given(tiny_workloads())
 def test_random_tiny_workloads_match_exhaustive_search(w):
     assert_matches_oracle(w)
@@ -73,6 +74,7 @@ def test_infeasible_when_hard_deadlines_compete_for_devices():
     assert any("cannot all be placed" in reason for reason in result.diagnosis)
 
 
+@pytest.mark.slow
 @given(tiny_workloads(max_jobs=5, max_groups=3, max_count=5))
 def test_pyomo_and_highs_backends_reach_the_same_optimum(w):
     direct = plan_checked(w, backend="highs")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 
 from optsched import Status
@@ -9,6 +10,7 @@ from tests.conftest import plan_checked
 from tests.support.factories import tiny_workloads
 
 
+@pytest.mark.slow
 @given(tiny_workloads(max_jobs=8, max_groups=3, max_count=8))
 def test_every_plan_verifies_and_status_is_consistent(w):
     result = plan_checked(w)

@@ -14,6 +14,8 @@ from optsched.solve.heuristics import round_and_repair, round_must_run_first
 from optsched.solve.incumbent import feasible
 from optsched.testing.instances import generate_racks
 
+pytestmark = pytest.mark.slow  # a large workload solved twice
+
 
 def _value(data: ModelData, counts) -> float:
     exact = exact_speedups(data, counts)

@@ -614,6 +614,7 @@ def random_assignment(w: Workload, rng: random.Random) -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_oracle_agrees_with_verifier_on_random_tiny_workloads():
     """The oracle's optimum verifies; no random assignment the verifier accepts beats it."""
     rng = random.Random(20240607)

@@ -34,10 +34,13 @@ CHROMIUM_FLAGS = (
     "--no-first-run",
 )
 
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-    reason="needs Debian's headless Chromium: apt-get install chromium chromium-driver",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
+        reason="needs Debian's headless Chromium: apt-get install chromium chromium-driver",
+    ),
+    pytest.mark.slow,  # a headless Chromium per test
+]
 
 
 @pytest.fixture

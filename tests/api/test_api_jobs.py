@@ -16,6 +16,8 @@ from optsched.verify.placement import verify
 from tests.api import fakes
 from tests.api.helpers import tiny_workload
 
+pytestmark = pytest.mark.slow  # solver worker processes killed, replaced and recycled
+
 
 @pytest.fixture
 def store(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import create_engine, text
 
 from api.resources import COLLECTIONS
@@ -114,6 +115,7 @@ def test_a_store_made_before_kinds_existed_is_upgraded_in_place(tmp_path):
     PlanStore(url).close()  # a second open finds nothing to upgrade
 
 
+@pytest.mark.slow
 def test_the_pool_solves_every_kind_and_the_results_verify(tmp_path):
     store = PlanStore(f"sqlite:///{tmp_path}/plans.db")
     pool = ProcessPool(store, workers=1, runner=RUNNER)

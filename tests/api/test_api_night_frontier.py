@@ -31,6 +31,7 @@ def assert_png(response) -> None:
     assert response.data.startswith(PNG_SIGNATURE)
 
 
+@pytest.mark.slow
 def test_a_night_plan_is_accepted_planned_and_its_timeline_is_the_hand_computed_one(live):
     queue = hand_queue()
     response = live.post("/v1/night-plans", json=night_request(queue, hours=6))

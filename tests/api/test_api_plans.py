@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from api import services
 from tests.api.helpers import assert_verified, poll, slow_workload, tiny_workload
 
@@ -136,6 +138,7 @@ def test_delete_a_finished_plan_removes_it(live):
     assert live.get(f"/v1/plans/{plan_id}").status_code == 404
 
 
+@pytest.mark.slow
 def test_cancel_a_solving_plan_stops_its_worker_and_the_pool_goes_on(live, live_pool):
     slow = slow_workload(time_limit_s=30)
     response = live.post("/v1/plans", json=slow, headers={"Prefer": "respond-async"})

@@ -13,11 +13,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 import requests
 
 from optsched.infra.store import FINAL_STATES
 from optsched.verify.placement import verify
 from tests.api.helpers import slow_workload
+
+pytestmark = pytest.mark.slow  # a real server over HTTP, a hard-kill restart
 
 OPTSCHED = Path(sys.executable).with_name("optsched")
 DEMO = Path(__file__).resolve().parents[2] / "models" / "workloads" / "demo.json"

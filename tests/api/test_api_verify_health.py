@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import optsched
 from api import services
 from tests.api.helpers import tiny_workload
@@ -67,6 +69,7 @@ def test_readyz_is_503_when_the_store_fails(app, client, monkeypatch):
     assert client.get("/healthz").status_code == 200
 
 
+@pytest.mark.slow
 def test_readyz_is_503_when_the_solve_queue_is_down(make_app):
     app = make_app(START_WORKERS=True, WORKERS=1)
     services(app).queue.stop()

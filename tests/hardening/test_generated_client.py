@@ -23,6 +23,8 @@ from api.examples import BODIES
 from tests.hardening.conftest import TOKEN
 from tests.support.server import LiveServer
 
+pytestmark = pytest.mark.slow  # a generated client against a real server
+
 GENERATOR = Path(sys.executable).with_name("openapi-python-client")
 FINAL_WAIT_S = 120
 

@@ -34,6 +34,7 @@ def entries(folder: Path) -> set[str]:
     return {p.name for p in folder.iterdir()}
 
 
+@pytest.mark.slow
 def test_a_new_directory_is_written_with_its_marker_and_replaced_by_the_next_run(tmp_path):
     first = night(tmp_path, "plans/tonight")
     assert first.exit_code in (0, 1), first.output

@@ -84,6 +84,7 @@ def test_the_night_start_is_returned_as_it_was_given_in_the_documented_format(ma
         assert record.params["start"] == stored and re.fullmatch(pattern.strip("^$"), stored)
 
 
+@pytest.mark.slow
 def test_a_solved_night_plan_returns_its_start_with_an_offset_in_the_documented_format(make_app):
     client = make_app(START_WORKERS=True, WORKERS=1).test_client()
     spec = client.get("/openapi.json").get_json()

@@ -143,6 +143,7 @@ def _plan(queue):
     return night_checked(queue)
 
 
+@pytest.mark.slow
 def test_two_processes_with_different_hash_seeds_write_identical_bytes(tmp_path):
     import subprocess
     import sys

@@ -3,6 +3,7 @@ run."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 
 from optsched.night import NightStatus
@@ -10,6 +11,7 @@ from tests.night.conftest import night_checked
 from tests.night.night_factories import night_queues
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(night_queues())
 def test_every_planner_timeline_verifies_and_is_deterministic(queue):

@@ -77,6 +77,7 @@ def test_on_a_narrow_terminal_each_job_is_a_block_with_its_whole_id(long_plan, w
             assert f"{a.device} {a.count}x{a.cap_w:g}W" in joined
 
 
+@pytest.mark.slow
 def test_piped_commands_print_no_progress(tmp_path):
     runner = CliRunner()
     plan_file = tmp_path / "w.json"

@@ -15,6 +15,8 @@ import pytest
 from optsched.queueing import StudyStatus, analyze
 from tests.queueing.queueing_factories import klass, study
 
+pytestmark = pytest.mark.slow  # simulations of thousands of arrivals
+
 SIM = {"method": "simulation", "seed": 1, "replications": 10, "jobs_per_replication": 6_000}
 
 

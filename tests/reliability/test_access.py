@@ -19,6 +19,8 @@ from optsched.infra.store import PlanStore
 from tests.api.helpers import tiny_workload
 from tests.support.api_testing import GOOD, SECRET_NAME, TOKEN, WRONG, protected_routes, url_for_rule
 
+pytestmark = pytest.mark.slow  # real servers and solver processes, at CI's budgets
+
 
 @pytest.fixture
 def guarded(make_app):

@@ -21,6 +21,8 @@ from api import create_app, shutdown
 from tests.support.interfaces import TRACEBACK, check_everywhere
 from tests.support.mutations import MUTATIONS, mutants
 
+pytestmark = pytest.mark.slow  # real servers and solver processes, at CI's budgets
+
 EXAMPLES = int(os.environ.get("OPTSCHED_MUTATION_EXAMPLES", "200"))
 OPTSCHED = Path(sys.executable).with_name("optsched")
 

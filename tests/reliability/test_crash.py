@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from tests.support.crash import run_crash_scenario
+
+pytestmark = pytest.mark.slow  # real servers and solver processes, at CI's budgets
 
 KILLS = int(os.environ.get("OPTSCHED_CRASH_KILLS", "4"))
 

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 
 from optsched.baselines import BASELINES
 from optsched.testing.feasibility import check_plan_and_baselines
 from tests.support.factories import tiny_workloads
+
+pytestmark = pytest.mark.slow  # real servers and solver processes, at CI's budgets
 
 EXAMPLES = int(os.environ.get("OPTSCHED_FEASIBLE_EXAMPLES", "200"))
 

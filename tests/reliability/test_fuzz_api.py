@@ -18,6 +18,8 @@ from schemathesis.config import SchemathesisConfig
 
 from tests.support.api_testing import AUTH, CHECKS, SPEC, TOKEN
 
+pytestmark = pytest.mark.slow  # real servers and solver processes, at CI's budgets
+
 EXAMPLES = int(os.environ.get("OPTSCHED_FUZZ_EXAMPLES", "25"))
 STATEFUL_STEPS = int(os.environ.get("OPTSCHED_FUZZ_STATEFUL_EXAMPLES", "15"))
 schema = schemathesis.openapi.from_dict(

@@ -11,6 +11,8 @@ from optsched.replan import ChangeKind, Reason, move_costs, moved_jobs
 from optsched.replan.replan import group_counts
 from tests.replan.conftest import plan_checked, replan_checked
 
+pytestmark = pytest.mark.slow  # the demo workload planned and re-planned
+
 DEMO = Path(__file__).resolve().parents[2] / "models" / "workloads" / "demo.json"
 FAILURE = {"device_failures": [{"device": "a100-r1", "count": 3}]}
 

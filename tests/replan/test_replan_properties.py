@@ -53,6 +53,7 @@ def changes(draw, workload, current):
     return change
 
 
+@pytest.mark.slow
 @given(st.data())
 def test_random_changes_give_a_verified_plan_or_a_clear_verdict(data):
     workload = data.draw(tiny_workloads(max_jobs=4, max_groups=3, max_count=3))

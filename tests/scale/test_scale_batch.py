@@ -15,6 +15,8 @@ from optsched.verify.placement import verify
 from tests.api.helpers import tiny_workload
 from tests.scale.conftest import OPTSCHED
 
+pytestmark = pytest.mark.slow  # RQ workers on real Redis and PostgreSQL
+
 runner = CliRunner()
 
 

@@ -16,6 +16,8 @@ from optsched.infra.migrations import alembic_config, current_revision, head_rev
 from optsched.infra.store import PlanState, PlanStore, ResourceKind, metadata
 from tests.api.helpers import tiny_workload
 
+pytestmark = pytest.mark.slow  # RQ workers on real Redis and PostgreSQL
+
 
 def schema_difference(engine) -> list:
     """What Alembic's autogenerate would change to make the database match store.metadata ([] = identical)."""

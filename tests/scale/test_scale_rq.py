@@ -30,6 +30,8 @@ from tests.api import fakes
 from tests.api.helpers import assert_verified, poll, tiny_workload
 from tests.scale.conftest import LEASE_S, session_pids
 
+pytestmark = pytest.mark.slow  # RQ workers on real Redis and PostgreSQL
+
 
 def long_workload(time_limit_s: float) -> dict:
     """Quick to find plans, slow to prove exactly: its solve runs its whole time limit and ends `time_limit`."""
