@@ -153,7 +153,7 @@ def test_column_path_keeps_the_time_limit_and_streams_verified_incumbents():
     result = optsched.plan(w, on_incumbent=seen.append, options=SolveOptions(strategy="columns"))
     elapsed = time.monotonic() - start
     # The watchdog's bound on a HiGHS that overruns (grace, then the wait for its interrupt) on a busy machine
-    # (CI measured 5.6 s, a 2-core machine at load 3-5 7.3 s).
+    # (CI measured 5.6 s; a 2-core machine 7.3 s at load 3-5, 16.6 s at load 11).
     assert elapsed <= past_deadline(4.0, highs.WATCHDOG_GRACE_S + highs.CANCEL_WAIT_S), elapsed
     assert verify(w, result) == []
     assert result.status in (Status.time_limit, Status.optimal)
