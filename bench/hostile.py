@@ -180,8 +180,12 @@ def costs(folder: Path) -> list[tuple[str, str]]:
                          plan=result.model_dump(mode="json", by_alias=True))
             return record.id
 
-        hostile = {"name": "wide", "devices": [{"id": "g", "model": "A100-SXM", "count": 3000}],
-                   "jobs": [{"id": "a", "work_hours": 1.0, "parallel_fraction": 0.99}], "options": {"time_limit_s": 5.0}}
+        hostile = {
+            "name": "wide",
+            "devices": [{"id": "g", "model": "A100-SXM", "count": 3000}],
+            "jobs": [{"id": "a", "work_hours": 1.0, "parallel_fraction": 0.99}],
+            "options": {"time_limit_s": 5.0},
+        }
         wide = finished(hostile)
         started = time.monotonic()
         status = client.get(f"/v1/night-plans/{wide}/gantt.png").status_code
@@ -195,19 +199,27 @@ def costs(folder: Path) -> list[tuple[str, str]]:
         rss_before = rss_mb(os.getpid())
         started = time.monotonic()
         response = client.get(f"/v1/night-plans/{capped}/gantt.png")
-        out.append((f"GET gantt.png at OPTSCHED_MAX_CHART_ROWS ({rows_cap} devices, 120 jobs)",
-                    f"{response.status_code}, {len(response.data) / 1e6:.1f} MB PNG in {time.monotonic() - started:.1f} s, "
-                    f"RSS +{(rss_mb(os.getpid()) or 0) - (rss_before or 0):.0f} MB"))
+        out.append(
+            (
+                f"GET gantt.png at OPTSCHED_MAX_CHART_ROWS ({rows_cap} devices, 120 jobs)",
+                f"{response.status_code}, {len(response.data) / 1e6:.1f} MB PNG in {time.monotonic() - started:.1f} s, "
+                f"RSS +{(rss_mb(os.getpid()) or 0) - (rss_before or 0):.0f} MB",
+            )
+        )
         started = time.monotonic()
         night = {"queue": {**hostile, "devices": [{"id": "g", "model": "A100-SXM", "count": 1_000_000}]},
                  "start": "2026-12-01T22:00", "hours": 168.0}
         status = client.post("/v1/night-plans", json=night).status_code
-        out.append(("POST /v1/night-plans with count 1,000,000", f"{status} in {(time.monotonic() - started) * 1000:.0f} ms"))
+        out.append(
+            ("POST /v1/night-plans with count 1,000,000", f"{status} in {(time.monotonic() - started) * 1000:.0f} ms")
+        )
         slow = {"workload": {**big, "jobs": big["jobs"][:10], "options": {"time_limit_s": 60.0}},
                 "budgets": [1000.0 + i for i in range(100)]}
         started = time.monotonic()
         status = client.post("/v1/frontiers", json=slow).status_code
-        out.append(("POST /v1/frontiers, 100 budgets x 60 s", f"{status} in {(time.monotonic() - started) * 1000:.0f} ms"))
+        out.append(
+            ("POST /v1/frontiers, 100 budgets x 60 s", f"{status} in {(time.monotonic() - started) * 1000:.0f} ms")
+        )
     finally:
         shutdown(app)
     return out

@@ -209,7 +209,9 @@ class Load:
         if body["status"] not in ("optimal", "time_limit"):
             self.error("small_sync_plan", f"ended {body['status']}: {body.get('error')}")
             return
-        submitted, started, finished = (datetime.fromisoformat(body[k]) for k in ("submitted_at", "started_at", "finished_at"))
+        submitted, started, finished = (
+            datetime.fromisoformat(body[k]) for k in ("submitted_at", "started_at", "finished_at")
+        )
         with self.lock:
             self.result.small_plan_ms.append(elapsed_ms)
             self.result.small_plan_201 += response.status_code == 201

@@ -281,7 +281,9 @@ def section_limits(repeats: int = 3) -> dict[str, Any]:
             # body size: 11 MiB against the default 10 MiB
             body = json.dumps({**tiny, "name": "x" * (11 * 2**20)})
             started = time.perf_counter()
-            response = requests.post(f"{base}/v1/plans", data=body, headers={"Content-Type": "application/json"}, timeout=60)
+            response = requests.post(
+                f"{base}/v1/plans", data=body, headers={"Content-Type": "application/json"}, timeout=60
+            )
             out["body_11_mib"] = {"status": response.status_code, "ms": round((time.perf_counter() - started) * 1e3, 1)}
             # model size: 5,001 jobs x 100 groups x 4 levels = 2,000,400 variables > 2,000,000
             big = {
@@ -297,12 +299,16 @@ def section_limits(repeats: int = 3) -> dict[str, Any]:
             out["variables_2000400"] = {
                 "status": response.status_code,
                 "ms": round((time.perf_counter() - started) * 1e3, 1),
-                "message": response.json()["errors"][0]["message"] if response.status_code == 422 else response.text[:200],
+                "message": response.json()["errors"][0]["message"]
+                if response.status_code == 422
+                else response.text[:200],
             }
             # document shape: 4,000,000 wrong items (8 MB), rejected at once; and what validating them costs
             flood = json.dumps({**tiny, "jobs": [1] * 4_000_000}, separators=(",", ":"))
             started = time.perf_counter()
-            response = requests.post(f"{base}/v1/plans", data=flood, headers={"Content-Type": "application/json"}, timeout=120)
+            response = requests.post(
+                f"{base}/v1/plans", data=flood, headers={"Content-Type": "application/json"}, timeout=120
+            )
             elapsed = time.perf_counter() - started
             healthz = _time_get(f"{base}/healthz")
             out["flood_4m_items"] = {
@@ -327,8 +333,11 @@ def section_limits(repeats: int = 3) -> dict[str, Any]:
                 response = requests.post(f"{base}/v1/plans", json=hard, headers={"Prefer": "respond-async"}, timeout=30)
                 final = _poll(base + response.headers["Location"])
                 runs.append((final["status"], _seconds(final)))
-            out["time_limit_2s_real_highs"] = {"statuses": [s for s, _ in runs], "solve_s": [round(t, 2) for _, t in runs],
-                                               "grace_s": 1.0}
+            out["time_limit_2s_real_highs"] = {
+                "statuses": [s for s, _ in runs],
+                "solve_s": [round(t, 2) for _, t in runs],
+                "grace_s": 1.0,
+            }
         # queue bound: 40 concurrent POSTs, queue of 16, no workers
         app = create_app({"DATABASE_URL": f"sqlite:///{folder}/queue.db", "START_WORKERS": False, "QUEUE_SIZE": 16,
                           "SYNC_WAIT_S": 0, "API_TOKEN": None})
@@ -363,8 +372,11 @@ def section_limits(repeats: int = 3) -> dict[str, Any]:
             final = _poll_client(client, response.headers["Location"])
             runs.append((final["status"], _seconds(final)))
         shutdown(app)
-        out["time_limit_2s_highs_ignoring_it"] = {"statuses": [s for s, _ in runs], "solve_s": [round(t, 2) for _, t in runs],
-                                                  "grace_s": 1.0}
+        out["time_limit_2s_highs_ignoring_it"] = {
+            "statuses": [s for s, _ in runs],
+            "solve_s": [round(t, 2) for _, t in runs],
+            "grace_s": 1.0,
+        }
     return out
 
 
@@ -375,7 +387,9 @@ def _time_get(url: str) -> float:
 
 
 def _seconds(resource: dict) -> float:
-    return (datetime.fromisoformat(resource["finished_at"]) - datetime.fromisoformat(resource["started_at"])).total_seconds()
+    return (
+        datetime.fromisoformat(resource["finished_at"]) - datetime.fromisoformat(resource["started_at"])
+    ).total_seconds()
 
 
 def _poll(url: str, timeout_s: float = 120) -> dict:
@@ -469,7 +483,10 @@ def _memory_run(solves: int, max_solves_per_worker: int) -> dict[str, Any]:
     timeline: list[tuple[int, float]] = []
     statuses: Counter = Counter()
     started = time.monotonic()
-    with tempfile.TemporaryDirectory() as folder, _server(Path(folder), "memory", workers=1, threads=8, env=env) as server:
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        _server(Path(folder), "memory", workers=1, threads=8, env=env) as server,
+    ):
         base = server.start()
         http_pid = server.pids()["http"][0]
         http_before = rss_mb(http_pid)
@@ -653,12 +670,18 @@ def _md_fuzz(f: dict[str, Any]) -> list[str]:
         "",
         *_table(
             [
-                ("requests sent", f"{f['requests']:,} ({f['stateless_requests']:,} stateless, {f['stateful_requests']:,} stateful)"),
+                (
+                    "requests sent",
+                    f"{f['requests']:,} ({f['stateless_requests']:,} stateless, {f['stateful_requests']:,} stateful)",
+                ),
                 ("status codes", ", ".join(f"{k}: {v:,}" for k, v in f["statuses"].items())),
                 ("5xx", f["server_errors_5xx"]),
                 ("check failures", f["check_failures"]),
                 ("tracebacks in the server log", f["tracebacks_in_server_log"]),
-                ("plans the fuzzer submitted, by final status", ", ".join(f"{k}: {v}" for k, v in f["plans_submitted_by_the_fuzzer"].items())),
+                (
+                    "plans the fuzzer submitted, by final status",
+                    ", ".join(f"{k}: {v}" for k, v in f["plans_submitted_by_the_fuzzer"].items()),
+                ),
             ],
             ("figure", "value"),
         ),
@@ -758,7 +781,10 @@ def _md_crash(f: dict[str, Any]) -> list[str]:
                     f"{f['kills_while_solving']} (at least; the others at random moments)",
                 ),
                 ("plans requeued at restarts", f["plans_requeued_at_restarts"]),
-                ("requests cut by a kill, then retried with their Idempotency-Key", f["requests_cut_by_kills_then_retried"]),
+                (
+                    "requests cut by a kill, then retried with their Idempotency-Key",
+                    f["requests_cut_by_kills_then_retried"],
+                ),
                 ("workloads accepted (201/202)", f["accepted"]),
                 ("accepted and final with a plan the verifier passes", f["final_with_verified_plan"]),
                 ("final statuses", ", ".join(f"{k}: {v}" for k, v in f["statuses"].items())),
@@ -837,7 +863,10 @@ def _md_load(f: dict[str, Any]) -> list[str]:
 
 def _md_memory(f: dict[str, Any]) -> list[str]:
     rows = []
-    for label, run in (("recycled every 50 solves (default)", f["with_recycling"]), ("never recycled", f["without_recycling"])):
+    for label, run in (
+        ("recycled every 50 solves (default)", f["with_recycling"]),
+        ("never recycled", f["without_recycling"]),
+    ):
         rows.append(
             (
                 label,
@@ -869,8 +898,14 @@ def _md_memory(f: dict[str, Any]) -> list[str]:
 def _md_access(f: dict[str, Any]) -> list[str]:
     return _table(
         [
-            ("protected routes (every route but the public ones, from url_map)", f"{len(f['protected_routes'])}: " + ", ".join(f"`{r}`" for r in f["protected_routes"])),
-            ("requests without a valid token (5 kinds: none, wrong, longer, Basic, no scheme)", f"{f['requests_without_a_valid_token']}: " + ", ".join(f"{k}: {v}" for k, v in f["answers"].items())),
+            (
+                "protected routes (every route but the public ones, from url_map)",
+                f"{len(f['protected_routes'])}: " + ", ".join(f"`{r}`" for r in f["protected_routes"]),
+            ),
+            (
+                "requests without a valid token (5 kinds: none, wrong, longer, Basic, no scheme)",
+                f"{f['requests_without_a_valid_token']}: " + ", ".join(f"{k}: {v}" for k, v in f["answers"].items()),
+            ),
             ("responses echoing the token", f["token_echoed"]),
             ("public routes", ", ".join(f"`{r}`" for r in f["public_routes"])),
             (
@@ -889,7 +924,11 @@ def _md_access(f: dict[str, Any]) -> list[str]:
 
 _SECTIONS_MD = (
     ("1a. Bad input never causes a 5xx: schemathesis", "fuzz", _md_fuzz),
-    ("1b. Bad input never causes a 5xx: mutated workloads through the Python API, the CLI and the REST API", "mutate", _md_mutate),
+    (
+        "1b. Bad input never causes a 5xx: mutated workloads through the Python API, the CLI and the REST API",
+        "mutate",
+        _md_mutate,
+    ),
     ("2. Every plan is feasible; no baseline beats an optimal plan", "feasible", _md_feasible),
     ("3. Limits hold", "limits", _md_limits),
     ("4. Nothing is lost under crashes", "crash", _md_crash),

@@ -38,7 +38,7 @@ def assert_same_model(workload: Workload) -> None:
     keys, offset, sense, arrays = model_arrays(HighsBuilder(), workload)
     keys_t, offset_t, sense_t, arrays_t = model_arrays(TermListBuilder(), workload)
     assert (keys, offset, sense) == (keys_t, offset_t, sense_t)
-    for a, b in zip(arrays, arrays_t):
+    for a, b in zip(arrays, arrays_t, strict=True):
         assert np.array_equal(a, b)
 
 

@@ -64,7 +64,10 @@ def test_infeasible_when_hard_deadlines_compete_for_devices():
     # Each job alone meets its 6 h deadline only with both devices; together they cannot.
     w = workload(
         [device("g", "m", 2, [(100, 1.0)])],
-        [job("a", work=10, p=1.0, priority="high", deadline_hours=6), job("b", work=10, p=1.0, priority="critical", deadline_hours=6)],
+        [
+            job("a", work=10, p=1.0, priority="high", deadline_hours=6),
+            job("b", work=10, p=1.0, priority="critical", deadline_hours=6),
+        ],
     )
     result = assert_matches_oracle(w)
     assert result.status == Status.infeasible

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from optsched import InvalidWorkload, Workload
 from tests.support.factories import device, job, workload
@@ -31,7 +32,11 @@ def test_every_problem_is_listed_with_its_path():
 
 def test_cross_field_problems_are_all_listed():
     data = workload(
-        [device("g", "m", 1, [(100, 1.0)]), device("g", "m", 1, [(100, 1.0)]), {"id": "x", "model": "unknown-gpu", "count": 1}],
+        [
+            device("g", "m", 1, [(100, 1.0)]),
+            device("g", "m", 1, [(100, 1.0)]),
+            {"id": "x", "model": "unknown-gpu", "count": 1},
+        ],
         [job("a", min_devices=3, max_devices=2), job("a")],
     )
     found = problems(data)
@@ -48,7 +53,9 @@ def test_nan_and_infinity_are_rejected(bad):
 
 
 def test_nan_in_json_text_is_rejected():
-    text = json.dumps(workload([device("g", "m", 1, [(100, 1.0)])], [job("a")])).replace('"work_hours": 10.0', '"work_hours": NaN')
+    text = json.dumps(workload([device("g", "m", 1, [(100, 1.0)])], [job("a")])).replace(
+        '"work_hours": 10.0', '"work_hours": NaN'
+    )
     found = problems(text)
     assert "" in found and "NaN" in found[""]
 

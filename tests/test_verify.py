@@ -303,7 +303,13 @@ def test_ineligible_device_unknown_memory_and_allowed_models():
         {
             "devices": [
                 {"id": "nomem", "model": "M", "count": 1, "power_levels": [{"cap_w": 100, "speed": 1}]},
-                {"id": "other", "model": "N", "count": 1, "memory_gb": 80, "power_levels": [{"cap_w": 100, "speed": 1}]},
+                {
+                    "id": "other",
+                    "model": "N",
+                    "count": 1,
+                    "memory_gb": 80,
+                    "power_levels": [{"cap_w": 100, "speed": 1}],
+                },
             ],
             "jobs": [
                 {"id": "a", "work_hours": 1, "parallel_fraction": 0, "memory_gb": 1},
@@ -415,7 +421,9 @@ def test_min_and_max_devices():
 def test_reported_power_and_device_use_mismatch():
     plan = correct_plan()
     bad_devices = (plan.devices[0].model_copy(update={"used": 1, "idle": 1, "power_w": 450.0}), plan.devices[1])
-    bad = plan.model_copy(update={"power_w": 1500.0, "power_by_domain": {"rackA": 1100.0, "rackB": 250.0}, "devices": bad_devices})
+    bad = plan.model_copy(
+        update={"power_w": 1500.0, "power_by_domain": {"rackA": 1100.0, "rackB": 250.0}, "devices": bad_devices}
+    )
     problems = verify(base_workload(), bad)
     assert any("power_w 1500" in p for p in problems), problems
     assert any("power domain 'rackB'" in p and "250" in p for p in problems), problems
@@ -556,7 +564,9 @@ def test_oracle_two_groups_hard_job(budget, expected, assignment):
 def random_workload(rng: random.Random) -> Workload:
     devices = []
     for gi in range(rng.randint(1, 2)):
-        levels = sorted({(rng.choice([100, 150, 200, 250]), rng.choice([0.5, 1.0, 1.5, 2.0])) for _ in range(rng.randint(1, 2))})
+        levels = sorted(
+            {(rng.choice([100, 150, 200, 250]), rng.choice([0.5, 1.0, 1.5, 2.0])) for _ in range(rng.randint(1, 2))}
+        )
         devices.append(
             {
                 "id": f"g{gi}", "model": f"M{gi}", "count": rng.randint(1, 3), "idle_w": rng.choice([0, 10, 30]),

@@ -92,7 +92,9 @@ def test_the_plan_pages_render_in_chromium_without_console_errors(tmp_path, brow
 
         # The placement chart is drawn by the page's script (Chart.js served by the app), one bar per allocation.
         WebDriverWait(browser, 20).until(
-            lambda d: d.execute_script("return !!(window.Chart && Chart.getChart(document.getElementById('plan-placement')));")
+            lambda d: d.execute_script(
+                "return !!(window.Chart && Chart.getChart(document.getElementById('plan-placement')));"
+            )
         )
         bars = browser.execute_script(
             "return Chart.getChart(document.getElementById('plan-placement')).data.datasets"

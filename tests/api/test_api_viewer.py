@@ -69,7 +69,9 @@ def test_a_plan_page_has_the_chart_the_power_by_domain_and_every_job(app, client
     plan = plan_checked(data)
     plan_id = finished(app, ResourceKind.plan, data, plan)
     html = page(client, f"/plans/{plan_id}")
-    assert re.search(rf'<noscript>\s*<img id="placement-chart" class="chart" src="/plans/{plan_id}/placement.png"', html)
+    assert re.search(
+        rf'<noscript>\s*<img id="placement-chart" class="chart" src="/plans/{plan_id}/placement.png"', html
+    )
     jobs = rows(html, "jobs")
     assert len(jobs) == len(plan.placements)
     for placement, row in zip(plan.placements, jobs, strict=True):
@@ -121,7 +123,9 @@ def test_user_text_is_escaped_in_pages_and_drawn_literally_in_charts(app, client
     assert "<script>" not in html and "<img src=x" not in html and "<g>" not in html
     assert html.count("</script>") == html.count("<script")  # the ids in the chart data cannot end its block
     assert {j["id"] for j in chart_data(html)["jobs"]} == {"<script>alert(1)</script>", "$\\frac{$"}
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;&lt;/script&gt;" in html
+    assert (
+        "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;&lt;/script&gt;" in html
+    )
     assert client.get(f"/plans/{plan_id}/placement.png").status_code == 200  # `$\frac{$` is no math text
     listing = page(client, "/")
     assert "<img src=x" not in listing and "&lt;img src=x onerror=alert(1)&gt;" in listing
@@ -240,7 +244,11 @@ def test_the_peak_and_the_instant_closest_to_the_budget_are_told_apart():
     view = pages.night_view(night.model_copy(update={"events": events}))
     assert (view.peak.at.text, view.peak.power_w, view.peak.budget_w) == ("01:00", 250.0, 300.0)  # the first of two
     assert view.peak.budget_of == "the night's budget" and view.peak.share == pytest.approx(250 / 300)
-    assert (view.tightest.at.text, view.tightest.share, view.tightest.budget_of) == ("00:00", 1.0, "the 00:00–01:00 window")
+    assert (view.tightest.at.text, view.tightest.share, view.tightest.budget_of) == (
+        "00:00",
+        1.0,
+        "the 00:00–01:00 window",
+    )
     same = pages.night_view(night.model_copy(update={"events": events[1:2]}))
     assert same.peak.at.text == "00:00" and same.tightest is None  # one instant: one line
 

@@ -114,7 +114,9 @@ def test_a_generated_client_runs_every_operation(served, tmp_path):
     try:
         modules = _functions(package, name)
         client = package.AuthenticatedClient(base_url=served.base, token=TOKEN, raise_on_unexpected_status=True)
-        ops = {op["operationId"]: (path, method, op) for path, item in spec["paths"].items() for method, op in item.items()}
+        ops = {
+            op["operationId"]: (path, method, op) for path, item in spec["paths"].items() for method, op in item.items()
+        }
         called: dict[str, int] = {}
 
         def call(operation_id: str, **kwargs):
@@ -152,20 +154,20 @@ def test_a_generated_client_runs_every_operation(served, tmp_path):
             assert call(op_id, **kwargs_for(op_id)).status_code == 200, op_id
         # Creates that need no id, then those that need one (a re-plan of a finished plan), each waited for.
         for needs_id in (False, True):
-            for op_id, (path, method, op) in ops.items():
+            for op_id, (path, method, _) in ops.items():
                 if method != "post" or op_id not in creator_of.values() or ("{" in path) != needs_id:
                     continue
                 response = call(op_id, **kwargs_for(op_id))
                 assert response.status_code in (201, 202), (op_id, response.content[:300])
                 created[op_id] = response.parsed.id
                 wait_final(op_id)
-        for op_id, (path, method, op) in ops.items():
+        for op_id, (path, method, _) in ops.items():
             if method == "get" and op_id not in called and creator_of.get(op_id) in created:
                 response = call(op_id, **kwargs_for(op_id))
                 assert response.status_code == 200, (op_id, response.content[:300])
                 if path.endswith(".png"):
                     assert response.parsed.payload.read().startswith(b"\x89PNG"), op_id
-        for op_id, (path, method, op) in ops.items():
+        for op_id, (_, method, _) in ops.items():
             if method == "delete" and creator_of.get(op_id) in created:
                 assert call(op_id, **kwargs_for(op_id)).status_code == 204, op_id
         assert set(called) == set(ops), sorted(set(ops) - set(called))

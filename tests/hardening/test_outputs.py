@@ -23,7 +23,9 @@ def night(tmp_path: Path, out: str, cwd: Path | None = None):
     here = Path.cwd()
     os.chdir(cwd or tmp_path)
     try:
-        return CliRunner().invoke(app, ["night", str(queue), "--start", "2026-12-01T22:00", "--hours", "4", "--out", out])
+        return CliRunner().invoke(
+            app, ["night", str(queue), "--start", "2026-12-01T22:00", "--hours", "4", "--out", out]
+        )
     finally:
         os.chdir(here)
 

@@ -74,7 +74,10 @@ def test_the_night_start_is_returned_as_it_was_given_in_the_documented_format(ma
     assert spec["components"]["schemas"]["NightPlan"]["properties"]["start"]["pattern"] == pattern
     example = spec["paths"]["/v1/night-plans"]["post"]["requestBody"]["content"]["application/json"]["example"]
     assert re.fullmatch(pattern.strip("^$"), example["start"])  # the example itself is in the documented format
-    for given, stored in (("2026-12-01T22:00", "2026-12-01T22:00:00"), ("2026-12-01T22:00:30+01:00", "2026-12-01T22:00:30+01:00")):
+    for given, stored in (
+        ("2026-12-01T22:00", "2026-12-01T22:00:00"),
+        ("2026-12-01T22:00:30+01:00", "2026-12-01T22:00:30+01:00"),
+    ):
         created = post(client, "/v1/night-plans", night(start=given))
         assert created.status_code == 202
         record = client.application.extensions["optsched"].store.get(created.get_json()["id"])

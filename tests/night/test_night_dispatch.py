@@ -50,14 +50,20 @@ def grow_queue(elastic: bool) -> dict:
     restarts (0.1 h) and does its last hour of work in 0.25 h, ending at 3.35 h."""
     return workload(
         [device("g", "m", 4, [(100, 1.0)])],
-        [job("A", work=9, p=1.0, max_devices=3, priority="high"), job("B", work=4, p=1.0, max_devices=4, elastic=elastic)],
+        [
+            job("A", work=9, p=1.0, max_devices=3, priority="high"),
+            job("B", work=4, p=1.0, max_devices=4, elastic=elastic),
+        ],
     )
 
 
 def test_an_elastic_job_grows_onto_freed_devices_paying_its_restart():
     plan = night_checked(grow_queue(True), candidates=("dispatch-priority",), restart_hours=0.1)
     b = next(j for j in plan.jobs if j.job == "B")
-    assert [(s.from_hours, pytest.approx(s.to_hours), s.restart, sum(len(a.devices) for a in s.allocations)) for s in b.segments] == [
+    assert [
+        (s.from_hours, pytest.approx(s.to_hours), s.restart, sum(len(a.devices) for a in s.allocations))
+        for s in b.segments
+    ] == [
         (0.0, 3.0, False, 1),
         (3.0, 3.1, True, 4),
         (pytest.approx(3.1), 3.35, False, 4),
@@ -103,7 +109,12 @@ def chain_before_a_hard_deadline() -> dict:
 
 
 def test_hard_deadlines_propagate_to_the_jobs_a_hard_job_waits_on():
-    assert Fleet(NightQueue.load(chain_before_a_hard_deadline())).hard_deadlines == (None, pytest.approx(1.05), 2.05, None)
+    assert Fleet(NightQueue.load(chain_before_a_hard_deadline())).hard_deadlines == (
+        None,
+        pytest.approx(1.05),
+        2.05,
+        None,
+    )
 
 
 def test_the_hybrid_order_protects_a_hard_jobs_predecessor_and_orders_the_rest_by_smiths_rule():

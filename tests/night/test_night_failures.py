@@ -64,7 +64,11 @@ def test_a_failure_right_after_a_checkpoint_loses_nothing_and_job_restart_costs_
     q["jobs"][0]["restart_hours"] = 0.25
     plan = night_checked(q)
     first, restart = plan.jobs[0].segments[:2]
-    assert first.rolled_back_hours == 0.0 and restart.restart and restart.to_hours - restart.from_hours == pytest.approx(0.25)
+    assert (
+        first.rolled_back_hours == 0.0
+        and restart.restart
+        and restart.to_hours - restart.from_hours == pytest.approx(0.25)
+    )
 
 
 @pytest.mark.parametrize("policy", ["fifo", "edf", "easy"])

@@ -21,7 +21,7 @@ SIM = {"method": "simulation", "seed": 1, "replications": 10, "jobs_per_replicat
 
 
 def within_interval(simulated, exact):
-    for k, want in zip(simulated.classes, exact.classes):
+    for k, want in zip(simulated.classes, exact.classes, strict=True):
         assert abs(k.mean_response_hours - want.mean_response_hours) <= k.response_half_width_hours, (
             f"{k.name}: simulated {k.mean_response_hours:.4f} ± {k.response_half_width_hours:.4f} h, "
             f"closed form {want.mean_response_hours:.4f} h ({want.method_detail})"
@@ -34,7 +34,10 @@ def within_interval(simulated, exact):
     "doc",
     [
         pytest.param(study([klass("a", "normal", 2.1, 1.0)], servers=3), id="M/M/3 FCFS"),
-        pytest.param(study([klass("hi", "high", 0.6, 1.0), klass("lo", "low", 0.8, 1.0)], servers=2), id="M/M/2 non-preemptive priority"),
+        pytest.param(
+            study([klass("hi", "high", 0.6, 1.0), klass("lo", "low", 0.8, 1.0)], servers=2),
+            id="M/M/2 non-preemptive priority",
+        ),
         pytest.param(
             study([klass("hi", "high", 0.3, 1.0), klass("lo", "low", 0.2, 1.5)], discipline="preemptive"),
             id="M/M/1 preemptive priority, unequal means",
@@ -51,11 +54,13 @@ def test_simulation_covers_the_closed_form_within_its_confidence_interval(doc):
 @pytest.mark.parametrize("discipline", ["non_preemptive", "preemptive"])
 @pytest.mark.parametrize("scv,bound", [(0.5, 0.10), (4.0, 0.25)])
 def test_approximation_is_close_to_simulation_for_general_service(discipline, scv, bound, record_property):
-    doc = study([klass("hi", "high", 0.9, 1.0, scv), klass("lo", "low", 0.6, 2.0, scv)], servers=3, discipline=discipline)
+    doc = study(
+        [klass("hi", "high", 0.9, 1.0, scv), klass("lo", "low", 0.6, 2.0, scv)], servers=3, discipline=discipline
+    )
     approx = analyze(doc)
     assert all(k.method_detail.startswith("approximation") for k in approx.classes)
     simulated = analyze(doc, method="simulation", seed=1, replications=10, jobs_per_replication=8_000)
-    for a, s in zip(approx.classes, simulated.classes):
+    for a, s in zip(approx.classes, simulated.classes, strict=True):
         error = abs(a.mean_response_hours - s.mean_response_hours) / s.mean_response_hours
         record_property(f"relative_error_{a.name}", round(error, 4))
         assert error <= bound, (

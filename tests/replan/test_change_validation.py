@@ -80,7 +80,9 @@ def test_a_new_jobs_own_problem_is_reported_at_its_path_in_the_change():
 
 def test_every_device_failing_is_an_error():
     with pytest.raises(InvalidChange) as info:
-        apply_change(Workload.load(BASE), {"device_failures": [{"device": "g1", "count": 4}, {"device": "g2", "count": 2}]})
+        apply_change(
+            Workload.load(BASE), {"device_failures": [{"device": "g1", "count": 4}, {"device": "g2", "count": 2}]}
+        )
     assert paths(info.value) == ["device_failures"]
 
 

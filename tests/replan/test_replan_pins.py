@@ -112,4 +112,6 @@ def test_started_stopped_and_removed_jobs():
     assert kinds["b"] == (ChangeKind.stopped, Reason.removed)
     assert kinds["c"] == (ChangeKind.started, Reason.added)
     assert change_of(result, "b").restart_hours == 0  # removing a job is the change's doing, not a move
-    assert result.moved == sum(1 for c in result.changes if c.job == "a" and c.kind not in (ChangeKind.kept, ChangeKind.recapped))
+    assert result.moved == sum(
+        1 for c in result.changes if c.job == "a" and c.kind not in (ChangeKind.kept, ChangeKind.recapped)
+    )

@@ -25,7 +25,7 @@ def changes(draw, workload, current):
         if draw(st.integers(0, 2)) == 0:
             failures.append({"device": g["id"], "count": draw(st.integers(1, g["count"]))})
     if failures and len(failures) == len(workload["devices"]) and all(
-        f["count"] == g["count"] for f, g in zip(failures, workload["devices"])
+        f["count"] == g["count"] for f, g in zip(failures, workload["devices"], strict=True)
     ):
         failures = failures[1:]  # keep a device: a fleet with none left is invalid (tested on its own)
     if failures:
@@ -60,8 +60,10 @@ def test_random_changes_give_a_verified_plan_or_a_clear_verdict(data):
     current = plan_checked(workload)
     if not current.feasible:
         # Most random hard jobs fit nowhere: soften them so that most examples start from a running plan.
-        jobs = [{**j, "priority": "normal" if j.get("priority") in ("critical", "high") else j.get("priority", "normal")}
-                for j in workload["jobs"]]
+        jobs = [
+            {**j, "priority": "normal" if j.get("priority") in ("critical", "high") else j.get("priority", "normal")}
+            for j in workload["jobs"]
+        ]
         workload = {**workload, "jobs": jobs, "objective": "weighted_speedup"}
         current = plan_checked(workload)
     change = data.draw(changes(workload, current))
@@ -75,7 +77,9 @@ def test_random_changes_give_a_verified_plan_or_a_clear_verdict(data):
     h = result.move_cost_hours
     moved = moved_jobs(current, result.plan, result.workload)
     assert result.moved == len(moved)
-    assert {c.job for c in result.changes if c.kind.value in ("resized", "moved", "stopped") and c.reason.value != "removed"} == set(moved)
+    assert {
+        c.job for c in result.changes if c.kind.value in ("resized", "moved", "stopped") and c.reason.value != "removed"
+    } == set(moved)
     assert math.isclose(result.restart_hours, h * len(moved))
     before = {p.job: p.allocations for p in current.placements if p.admitted}
     impossible = {b.job for b in result.pins_impossible}

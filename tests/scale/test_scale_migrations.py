@@ -68,7 +68,9 @@ def test_a_database_made_before_migrations_is_adopted_and_upgraded_keeping_its_r
         command.upgrade(config, "0001")
         c.execute(text("DROP TABLE alembic_version"))
         c.execute(
-            text("INSERT INTO plans (id, status, workload, submitted_at, attempts) VALUES ('a', 'optimal', '{}', :t, 1)"),
+            text(
+                "INSERT INTO plans (id, status, workload, submitted_at, attempts) VALUES ('a', 'optimal', '{}', :t, 1)"
+            ),
             {"t": datetime(2026, 11, 1, tzinfo=UTC).replace(tzinfo=None)},
         )
     engine.dispose()
