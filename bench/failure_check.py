@@ -10,8 +10,8 @@ import sys
 import time
 
 from optsched.schema.night import _failure_problems
-from optsched.testing.factories import failure_queue
 from optsched.verify.timeline import down_spans
+from tests.support.factories import failure_queue
 
 
 def main(sizes: list[int]) -> None:

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from optsched.schema.night import DeviceFailure, NightQueue, _failure_problems, devices_down_at_failures
 from optsched.schema.tolerances import TIME_TOL_HOURS
 from optsched.schema.workload import DeviceGroup, PowerLevel
-from optsched.testing.factories import failure_queue
 from optsched.verify.timeline import _down_at, down_spans
+from tests.support.factories import failure_queue
 
 LEVELS = (PowerLevel(cap_w=300.0, speed=1.0),)
 

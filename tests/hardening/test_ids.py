@@ -11,8 +11,8 @@ from optsched.replan import Change
 from optsched.schema.errors import InvalidWorkload
 from optsched.schema.night import NightQueue
 from optsched.schema.workload import Workload, normal_id
-from optsched.testing.factories import device, job, workload
 from tests.queueing.queueing_factories import klass, study
+from tests.support.factories import device, job, workload
 
 TAG_SPACE = "train\U000e0020"  # "train" and an invisible tag character
 COMPOSED, DECOMPOSED = "\u00e9", "e\u0301"  # "é" both ways

@@ -11,8 +11,8 @@ import pytest
 from optsched.replan import InvalidChange, apply_change, check_change, replan
 from optsched.schema.limits import Limits
 from optsched.schema.workload import Workload
-from optsched.testing.factories import device, job, workload
 from tests.replan.conftest import plan_checked
+from tests.support.factories import device, job, workload
 
 # 'a' runs; 'hog' needs more devices than there are, so the plan does not run it.
 BASE = workload(
