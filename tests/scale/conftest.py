@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,35 +20,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.outages import listening, pg_admin_url
+
 PG_HOST, PG_PORT, REDIS_PORT = "127.0.0.1", 5432, 6379
 REDIS_DB = int(os.environ.get("OPTSCHED_TEST_REDIS_DB", "15"))
 OPTSCHED = Path(sys.executable).with_name("optsched")
 HOW_TO_START = "see README.md, 'Starting PostgreSQL and Redis'"
 # Short lease and grace in tests: a dead worker's row is requeued within about 5 s (two leases and a sweep).
 LEASE_S, GRACE_S = 2.0, 2.0
-
-
-def _listening(port: int) -> bool:
-    try:
-        with socket.create_connection((PG_HOST, port), timeout=1.0):
-            return True
-    except OSError:
-        return False
-
-
-def _admin_url() -> str:
-    """A psycopg URL of the `test` database as the first user that may create databases (root or postgres)."""
-    import psycopg
-
-    errors = []
-    for user in filter(None, (os.environ.get("OPTSCHED_TEST_PG_USER"), "postgres", "root")):
-        url = f"postgresql://{user}@{PG_HOST}:{PG_PORT}/test"
-        try:
-            with psycopg.connect(url, connect_timeout=3):
-                return url
-        except psycopg.OperationalError as exc:
-            errors.append(f"{user}: {exc}")
-    raise RuntimeError("PostgreSQL listens on 127.0.0.1:5432 but lets no test user in: " + "; ".join(errors))
 
 
 @pytest.fixture(scope="session")
@@ -60,11 +38,11 @@ def token() -> str:
 @pytest.fixture(scope="session")
 def pg_url(token) -> Iterator[str]:
     """SQLAlchemy URL of a fresh database for this session, dropped afterwards."""
-    if not _listening(PG_PORT):
+    if not listening(PG_PORT):
         pytest.skip(f"no PostgreSQL on {PG_HOST}:{PG_PORT}: start it to run the scale-out tests ({HOW_TO_START})")
     import psycopg
 
-    admin = _admin_url()
+    admin = pg_admin_url()
     name = f"optsched_test_{token}"
     with psycopg.connect(admin, autocommit=True) as c:
         c.execute(f'CREATE DATABASE "{name}"')
@@ -76,7 +54,7 @@ def pg_url(token) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def redis_url() -> str:
-    if not _listening(REDIS_PORT):
+    if not listening(REDIS_PORT):
         pytest.skip(f"no Redis on {PG_HOST}:{REDIS_PORT}: start it to run the scale-out tests ({HOW_TO_START})")
     return f"redis://{PG_HOST}:{REDIS_PORT}/{REDIS_DB}"
 
