@@ -143,6 +143,7 @@ def exists(path: str) -> bool:
     return (ROOT / pattern).exists()
 
 
+@pytest.mark.slow  # scans every comment, docstring and page of the repository: seconds
 def test_the_test_sees_names_and_paths():
     names, paths = _citations()
     assert "optsched.replan.replan" in names and "optsched.charts" in names
@@ -157,12 +158,14 @@ def test_resolver_and_path_check_tell_real_from_stale():
     assert not exists("docs/nothing-here.md") and not exists("tests/no_such_*.py")
 
 
+@pytest.mark.slow  # scans every comment, docstring and page of the repository: seconds
 def test_every_dotted_name_in_prose_resolves():
     names, _ = _citations()
     stale = {name: where for name, where in sorted(names.items()) if not resolves(name)}
     assert not stale, "\n".join(f"{name}: cited at {', '.join(where)}" for name, where in stale.items())
 
 
+@pytest.mark.slow  # scans every comment, docstring and page of the repository: seconds
 def test_every_repository_path_in_prose_exists():
     _, paths = _citations()
     missing = {path: where for path, where in sorted(paths.items()) if not exists(path)}

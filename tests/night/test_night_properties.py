@@ -39,6 +39,7 @@ def test_preemptive_timelines_verify(queue):
     night_checked(queue, preempt=True, restart_hours=0.25)
 
 
+@pytest.mark.slow
 @settings(max_examples=15)
 @given(night_queues(max_jobs=4))
 def test_timelines_that_wait_for_repairs_verify(queue):

@@ -70,6 +70,7 @@ def test_a_simulation_on_a_million_devices_is_refused_before_it_starts():
     assert analyze(doc).status == StudyStatus.ok  # the analysis is cheap at any size
 
 
+@pytest.mark.slow
 def test_the_stored_front_is_bounded_and_keeps_its_ends():
     # Four classes of one level without caps on ten levels: 9,927 Pareto points before the bound.
     classes = [

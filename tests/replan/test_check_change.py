@@ -33,6 +33,7 @@ def paths(exc: InvalidChange) -> list[str]:
     return [e.path for e in exc.errors]
 
 
+@pytest.mark.slow
 def test_forty_thousand_added_jobs_are_refused_before_any_work(current):
     change = {"add_jobs": [job(f"j{i}") for i in range(40_000)]}
     started = time.process_time()
