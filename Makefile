@@ -5,7 +5,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install plan serve night test test-fast test-durations test-busy architecture lint docs bench bench-large clean
+SYSTEM_STAMP := $(VENV)/.system-packages
+
+.PHONY: install system-packages plan serve night test test-fast test-durations test-busy architecture lint docs bench bench-large clean
 
 install: $(STAMP)
 
@@ -24,7 +26,14 @@ serve: install
 night: install
 	$(BIN)/optsched night models/workloads/night-queue.json --start 2026-12-01T22:00 --hours 8 --out plans/demo
 
-test: install architecture docs
+# Debian packages the tests use (Chromium, Redis, Slurm, munge, jq): installed where missing, checked once per venv.
+system-packages: $(SYSTEM_STAMP)
+
+$(SYSTEM_STAMP): .ci/system-packages | $(STAMP)
+	bash .ci/system-packages
+	touch $(SYSTEM_STAMP)
+
+test: install system-packages architecture docs
 	$(BIN)/python -m pytest -q
 
 # The inner loop: everything but the tests marked slow (@pytest.mark.slow: over about a second, real servers, worker

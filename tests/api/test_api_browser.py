@@ -3,7 +3,7 @@ planned through /v1, the login form, the plan page with its chart; Debian's Chro
 
 Saves a screenshot of the plan page (to bench/results/viewer.png with OPTSCHED_SAVE_SCREENSHOT=1); the pages one by
 one are tested in tests/pages. Skipped (saying how to install them) where /usr/bin/chromium or
-/usr/bin/chromedriver is missing; .ci/run installs both.
+/usr/bin/chromedriver is missing; make test installs both (.ci/system-packages).
 """
 
 from __future__ import annotations
