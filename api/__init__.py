@@ -1,8 +1,9 @@
 """The optsched REST service: `create_app(config=None)` builds the Flask app (flask-openapi3 generates the spec).
 
-One blueprint per resource (plans, night-plans, frontiers, verify, health) and one for the HTML viewer (api/viewer.py,
-templates in api/templates); errors become problem+json in api/errors.py; the store and the solve queue live in the
-optsched library (optsched.infra.store, optsched.service.kinds) so other front ends reuse them.
+One blueprint per resource kind, derived from the kinds' registry (api/kinds.py over optsched.service.kinds), one
+each for verify and health, and one for the HTML viewer (api/viewer.py, templates in api/templates); errors become
+problem+json in api/errors.py; the store and the solve queue live in the optsched library (optsched.infra,
+optsched.service) so other front ends reuse them.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from typing import Any
 from flask import Flask, redirect
 from flask_openapi3 import Info, OpenAPI
 
-from api import frontiers, health, night_plans, plans, queueing, replans, verify, viewer
+from api import health, verify, viewer
 from api.errors import Problem, register_error_handlers, validation_problem
 from api.guards import BEARER_SCHEME, ApiRequest, StrictJSONProvider, note_arrival, require_v1_token
+from api.kinds import blueprints
 from api.services import EXTENSION, Services, services
 from api.spec import finish_spec
 from optsched.infra.store import PlanStore
@@ -68,7 +70,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     queue = open_queue(store, settings)
     app.extensions[EXTENSION] = Services(store=store, queue=queue)
 
-    for blueprint in (plans.bp, night_plans.bp, frontiers.bp, queueing.bp, replans.bp, verify.bp, health.bp):
+    for blueprint in (*blueprints(), verify.bp, health.bp):
         app.register_api(blueprint)
     app.register_blueprint(viewer.bp)
     app.add_url_rule("/openapi.json", "openapi_json", lambda: app.api_doc)

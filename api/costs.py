@@ -18,41 +18,21 @@ from typing import Any
 from flask import current_app
 
 from api.errors import ApiProblem
-from optsched.infra.store import ResourceKind
-from optsched.schema.errors import FieldError, InvalidWorkload
-from optsched.schema.limits import Limits, check_size
+from optsched.schema.limits import check_size
 from optsched.schema.workload import Workload
-from optsched.service.resources import check_solve_budget
-
-
-def limits(config: Any = None) -> Limits:
-    c = current_app.config if config is None else config
-    return Limits(
-        jobs=c["MAX_JOBS"],
-        devices=c["MAX_DEVICES"],
-        device_groups=c["MAX_DEVICE_GROUPS"],
-        levels=c["MAX_LEVELS"],
-        time_limit_s=c["MAX_TIME_LIMIT_S"],
-        variables=c["MAX_VARIABLES"],
-    )
+from optsched.service.kinds import KINDS
+from optsched.service.kinds import base as kinds
+from optsched.service.settings import limits_of
 
 
 def check_workload(workload: Workload, *, path: str = "", jobs: int | None = None) -> None:
     """422 (InvalidWorkload) when the workload is above one of this server's size limits."""
-    check_size(workload, limits(), path=path, jobs=jobs)
-
-
-def check_solve(kind: ResourceKind, document: dict[str, Any], params: dict[str, Any], *, path: str = "") -> None:
-    """422 when the resource may hold a solver longer than OPTSCHED_MAX_SOLVE_S."""
-    check_solve_budget(kind, document, params, current_app.config["MAX_SOLVE_S"], path=path)
+    check_size(workload, limits_of(current_app.config), path=path, jobs=jobs)
 
 
 def check_at_most(value: float, setting: str, path: str, what: str) -> None:
     """422 at `path` when `value` is above the setting OPTSCHED_<setting>."""
-    limit = current_app.config[setting]
-    if value > limit:
-        message = f"{value:,g} {what}, above the limit of {limit:,g} (OPTSCHED_{setting})"
-        raise InvalidWorkload([FieldError(path, message)])
+    kinds.check_at_most(value, current_app.config, setting, path, what)
 
 
 def check_chart(name: str, rows: int, bars: int) -> None:
@@ -111,9 +91,7 @@ _PUBLISHED = (
     ("DeviceGroup", "count", "maximum", "MAX_DEVICES"),
     ("DeviceFailure", "count", "maximum", "MAX_DEVICES"),
     ("Options", "time_limit_s", "maximum", "MAX_TIME_LIMIT_S"),
-    ("NightPlanRequest", "hours", "maximum", "MAX_NIGHT_HOURS"),
-    ("NightPlanRequest", "restart_hours", "maximum", "MAX_NIGHT_HOURS"),
-    ("FrontierRequest", "budgets", "maxItems", "MAX_BUDGETS"),
+    *((x.model, x.field, x.keyword, x.setting) for spec in KINDS.values() for x in spec.limits),
     ("Plan", "placements", "maxItems", "MAX_JOBS"),
 )
 

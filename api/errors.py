@@ -16,6 +16,7 @@ from optsched.infra.rq.keys import QUEUE_OUTAGES
 from optsched.infra.store import DATABASE_OUTAGES, InvalidCursor
 from optsched.schema.errors import FieldError, InvalidPlan, InvalidWorkload
 from optsched.schema.workload import field_errors
+from optsched.service.kinds.base import Conflict
 from optsched.service.resources import IdempotencyConflict, NotFound
 
 PROBLEM_JSON = "application/problem+json"
@@ -150,6 +151,10 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(NotFound)
     def _not_found(exc: NotFound):
         return problem_response(ApiProblem(404, str(exc)))
+
+    @app.errorhandler(Conflict)
+    def _conflict(exc: Conflict):
+        return problem_response(ApiProblem(409, str(exc)))
 
     @app.errorhandler(QueueFull)
     def _queue_full(exc: QueueFull):

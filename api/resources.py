@@ -7,21 +7,21 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import matplotlib
 from flask import Response, current_app, request
 from flask_openapi3 import APIBlueprint, Tag
-from pydantic import BaseModel
 
 from api.costs import chart_size, check_chart
 from api.errors import ApiProblem, problem_doc
 from api.guards import UNAUTHORIZED, V1_SECURITY, arrival, require_json_body, require_token
-from api.schemas import FrontierResource, NightPlanResource, PlanResource, QueueingStudyResource, ReplanResource
+from api.schemas import RESOURCES
 from api.services import services
-from optsched.infra.store import PlanRecord, ResourceKind
+from optsched.infra.store import PlanRecord
 from optsched.service import resources
+from optsched.service.kinds import KindSpec
+from optsched.service.kinds.base import Chart
 
 PNG = "image/png"
 OCTET_STREAM = "application/octet-stream"
@@ -31,33 +31,6 @@ _CHART_RC = {"text.parse_math": False, "text.usetex": False}
 # Finished results never change, so their charts are kept: the last CHART_CACHE_SIZE drawn, by ETag.
 CHART_CACHE_SIZE = 32
 _chart_cache: OrderedDict[str, bytes] = OrderedDict()
-
-
-@dataclass(frozen=True)
-class Collection:
-    """One kind of resource as the API shows it: its noun, its URL and its resource model (with `of(record)`)."""
-
-    kind: ResourceKind
-    noun: str
-    path: str
-    model: type[BaseModel]
-    result: str  # the model's field holding the result document
-
-    def location(self, resource_id: str) -> str:
-        return f"{self.path}/{resource_id}"
-
-
-PLANS = Collection(ResourceKind.plan, "plan", "/v1/plans", PlanResource, "plan")
-NIGHT_PLANS = Collection(ResourceKind.night, "night plan", "/v1/night-plans", NightPlanResource, "night_plan")
-FRONTIERS = Collection(ResourceKind.frontier, "frontier", "/v1/frontiers", FrontierResource, "frontier")
-QUEUEING_STUDIES = Collection(
-    ResourceKind.queueing, "queueing study", "/v1/queueing-studies", QueueingStudyResource, "result"
-)
-# Every resource kind as the API shows it (tests check that each ResourceKind has one).
-REPLANS = Collection(ResourceKind.replan, "re-plan", "/v1/replans", ReplanResource, "replan")
-COLLECTIONS: dict[ResourceKind, Collection] = {
-    c.kind: c for c in (PLANS, NIGHT_PLANS, FRONTIERS, QUEUEING_STUDIES, REPLANS)
-}
 
 
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}}
@@ -75,12 +48,12 @@ def v1_blueprint(name: str, import_name: str, tag: str, description: str) -> API
 
 
 def submit_responses(
-    collection: Collection, invalid: str, more: dict[int, Any] | None = None
+    spec: KindSpec, invalid: str, more: dict[int, Any] | None = None
 ) -> dict[int, Any]:
     """The answers of a POST that stores and queues a resource; `invalid` says what a 422 rejected; `more` adds
     or replaces answers by status code."""
     responses: dict[int, Any] = {
-        202: resource_doc(collection, "Accepted and queued; poll `Location` until `status` is final."),
+        202: resource_doc(spec, "Accepted and queued; poll `Location` until `status` is final."),
         400: problem_doc("The body is not valid JSON."),
         401: problem_doc(UNAUTHORIZED),
         413: problem_doc("The body is larger than OPTSCHED_MAX_BODY_MB."),
@@ -92,22 +65,22 @@ def submit_responses(
     return dict(sorted(responses.items()))
 
 
-def get_responses(collection: Collection) -> dict[int, Any]:
+def get_responses(spec: KindSpec) -> dict[int, Any]:
     """The answers of a GET of one resource."""
-    return {200: collection.model, 401: problem_doc(UNAUTHORIZED), 404: problem_doc(f"No {collection.noun} with this id.")}
+    return {200: RESOURCES[spec.name], 401: problem_doc(UNAUTHORIZED), 404: problem_doc(f"No {spec.noun} with this id.")}
 
 
-def delete_responses(collection: Collection) -> dict[int, Any]:
+def delete_responses(spec: KindSpec) -> dict[int, Any]:
     """The answers of a DELETE: 200 with the cancelled resource, 204 for a deleted one."""
-    return {**get_responses(collection), 204: None}
+    return {**get_responses(spec), 204: None}
 
 
-def resource_doc(collection: Collection, description: str) -> dict[str, Any]:
+def resource_doc(spec: KindSpec, description: str) -> dict[str, Any]:
     """OpenAPI response object for the resource, with its Location header."""
     return {
         "description": description,
-        "headers": {"Location": {"description": f"URL of the {collection.noun}.", "schema": {"type": "string"}}},
-        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{collection.model.__name__}"}}},
+        "headers": {"Location": {"description": f"URL of the {spec.noun}.", "schema": {"type": "string"}}},
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{RESOURCES[spec.name].__name__}"}}},
     }
 
 
@@ -117,13 +90,13 @@ def png_doc(what: str) -> dict[str, Any]:
     return {"description": what, "content": {PNG: dict(binary), OCTET_STREAM: dict(binary)}}
 
 
-def chart_responses(collection: Collection) -> dict[int, Any]:
+def chart_responses(spec: KindSpec) -> dict[int, Any]:
     return {
         304: {"description": "Not modified (If-None-Match matched the ETag)."},
         401: problem_doc("Missing or wrong bearer token (only when OPTSCHED_API_TOKEN is set)."),
-        404: problem_doc(f"No {collection.noun} with this id."),
+        404: problem_doc(f"No {spec.noun} with this id."),
         409: problem_doc(
-            f"No chart in the {collection.noun}'s state: still queued or solving (poll its URL until its status is "
+            f"No chart in the {spec.noun}'s state: still queued or solving (poll its URL until its status is "
             "final), ended without a result (cancelled, failed, nothing to draw), or too large to draw here "
             "(OPTSCHED_MAX_CHART_ROWS/_BARS); `detail` says which."
         ),
@@ -131,70 +104,67 @@ def chart_responses(collection: Collection) -> dict[int, Any]:
 
 
 def submit(
-    collection: Collection, document: dict[str, Any], params: dict[str, Any], idempotency_key: str | None
+    spec: KindSpec, document: dict[str, Any], params: dict[str, Any], idempotency_key: str | None
 ) -> tuple[PlanRecord, bool]:
     """Store and queue the resource (optsched.service.resources.submit); with a used Idempotency-Key, the first
     resource (second item False)."""
-    done = resources.submit(services().store, services().queue, document, kind=collection.kind, params=params,
+    done = resources.submit(services().store, services().queue, document, kind=spec, params=params,
                             idempotency_key=idempotency_key)
     return done.record, done.created
 
 
-def accepted(collection: Collection, record: PlanRecord, created: bool) -> Response:
+def accepted(spec: KindSpec, record: PlanRecord, created: bool) -> Response:
     """202 with the resource and its Location (Idempotent-Replayed on a retry)."""
-    response = resource_response(collection, record, 202)
+    response = resource_response(spec, record, 202)
     if not created:
         response.headers["Idempotent-Replayed"] = "true"
     return response
 
 
-def record_or_404(collection: Collection, resource_id: str) -> PlanRecord:
-    record = services().store.get(resource_id, kind=collection.kind)
+def record_or_404(spec: KindSpec, resource_id: str) -> PlanRecord:
+    record = services().store.get(resource_id, kind=spec.name)
     if record is None:
-        raise ApiProblem(404, f"no {collection.noun} {resource_id!r}")
+        listed = f"; list {spec.noun}s with GET /v1/{spec.collection}" if spec.listed else ""
+        raise ApiProblem(404, f"no {spec.noun} {resource_id!r}{listed}")
     return record
 
 
-def resource_response(collection: Collection, record: PlanRecord, status: int) -> Response:
-    body = collection.model.of(record).model_dump(mode="json", by_alias=True)
+def resource_response(spec: KindSpec, record: PlanRecord, status: int) -> Response:
+    body = RESOURCES[spec.name].of(record).model_dump(mode="json", by_alias=True)
     response = current_app.response_class(json.dumps(body), status=status, mimetype="application/json")
-    response.headers["Location"] = collection.location(record.id)
+    response.headers["Location"] = spec.location(record.id)
     return response
 
 
-def cancel_or_delete(collection: Collection, resource_id: str) -> Response | tuple[str, int]:
+def cancel_or_delete(spec: KindSpec, resource_id: str) -> Response | tuple[str, int]:
     """Cancel an unfinished resource (200 with it), delete a finished one (204)."""
     cancelled = resources.cancel_or_delete(
-        services().store, services().queue, collection.kind, resource_id, requested_at=arrival(),
+        services().store, services().queue, spec, resource_id, requested_at=arrival(),
         replay_s=current_app.config["CANCEL_REPLAY_S"],
     )
-    return ("", 204) if cancelled is None else resource_response(collection, cancelled, 200)
+    return ("", 204) if cancelled is None else resource_response(spec, cancelled, 200)
 
 
-def chart_response(
-    collection: Collection,
-    resource_id: str,
-    name: str,
-    draw: Callable[[Any], bytes],
-    missing: Callable[[Any], str | None] = lambda result: None,
-) -> Response:
-    """The chart `draw(result)` of a finished resource as PNG: 404 when it is unknown; 409 while it is queued or
-    solving, when it ended without a result, when `missing(result)` says why there is nothing to draw, or when the
-    chart is larger than this server draws (api/costs.py); an ETag lets a client revalidate without a redraw."""
-    record = record_or_404(collection, resource_id)
+def chart_response(spec: KindSpec, resource_id: str, chart: Chart, name: str | None = None) -> Response:
+    """The chart `chart.draw(result)` of a finished resource as PNG (`name`: how messages call it, by default its
+    file): 404 when it is unknown; 409 while it is queued or solving, when it ended without a result, when
+    `chart.missing(result)` says why there is nothing to draw, or when the chart is larger than this server draws
+    (api/costs.py); an ETag lets a client revalidate without a redraw."""
+    name = name or chart.file
+    draw = chart.draw
+    record = record_or_404(spec, resource_id)
     if not record.status.final:
         raise ApiProblem(
             409,
-            f"the {collection.noun} is {record.status.value}; its {name} exists once it is done "
-            f"(poll {collection.location(record.id)})",
+            f"the {spec.noun} is {record.outcome}; its {name} exists once it is done (poll {spec.location(record.id)})",
         )
-    document = getattr(collection.model.of(record), collection.result)
+    document = getattr(RESOURCES[spec.name].of(record), spec.result_field)
     if document is None:
-        why = f"it ended {record.status.value}" + (f" ({record.error})" if record.error else "")
+        why = f"it ended {record.outcome}" + (f" ({record.error})" if record.error else "")
     else:
-        why = missing(document)
+        why = chart.missing(document)
     if why is not None:
-        raise ApiProblem(409, f"the {collection.noun} has no {name}: {why}")  # it exists; its state has no chart
+        raise ApiProblem(409, f"the {spec.noun} has no {name}: {why}")  # it exists; its state has no chart
     check_chart(name, *chart_size(draw, document))
     etag = f"{record.id}-{name}-{record.finished_at.timestamp() if record.finished_at else 0:.6f}"
     if request.if_none_match.contains(etag):

@@ -22,7 +22,7 @@ from api.costs import publish_limits
 from api.errors import problem_doc
 from api.examples import add_examples
 from api.guards import security_requirement
-from api.schemas import NIGHT_START_SCHEMA
+from optsched.service.kinds.night_plan import NIGHT_START_SCHEMA
 
 # Answered by the HTTP server before (or instead of) the application, on any operation.
 SERVER_RESPONSES = {

@@ -27,15 +27,15 @@ from urllib.parse import urlencode
 from flask import Blueprint, Response, abort, current_app, redirect, render_template, request, send_file, url_for
 from werkzeug.security import safe_join
 
-from api.frontiers import no_curve
 from api.guards import bearer_matches
 from api.pages import frontier_chart, night_view, plan_chart
-from api.queueing import no_front
-from api.resources import FRONTIERS, NIGHT_PLANS, PLANS, QUEUEING_STUDIES, REPLANS, Collection, chart_response
+from api.resources import chart_response
+from api.schemas import RESOURCES
 from api.services import services
-from optsched.charts import gantt_png, placement_png, power_png, queueing_front_png
-from optsched.explain.frontier import plot_frontier
-from optsched.infra.store import InvalidCursor, PlanRecord, ResourceKind
+from optsched.charts import placement_png
+from optsched.infra.store import InvalidCursor, PlanRecord
+from optsched.service.kinds import KINDS, KindSpec
+from optsched.service.kinds.base import Chart
 
 bp = Blueprint("viewer", __name__, template_folder="templates")
 
@@ -55,14 +55,11 @@ PAGE_HEADERS = {
 ASSETS = Path(__file__).resolve().parent / "static"
 ASSET_MAX_AGE_S = 365 * 24 * 3600
 PUBLIC_ENDPOINTS = frozenset({"viewer.asset"})
-# The page of each kind: its endpoint and the name of its id argument.
-PAGES = {
-    ResourceKind.plan: ("viewer.plan_page", "plan_id"),
-    ResourceKind.night: ("viewer.night_page", "night_plan_id"),
-    ResourceKind.frontier: ("viewer.frontier_page", "frontier_id"),
-    ResourceKind.queueing: ("viewer.queueing_page", "study_id"),
-    ResourceKind.replan: ("viewer.replan_page", "replan_id"),
-}
+PLANS, NIGHT_PLANS, FRONTIERS, QUEUEING_STUDIES, REPLANS = (
+    KINDS[name] for name in ("plan", "night", "frontier", "queueing", "replan")
+)
+# The plan page's chart (the API offers none for plans: the plan's JSON has every figure).
+PLACEMENT = Chart(file="placement.png", draw=placement_png, operation="", summary="", description="", what="")
 
 
 @bp.before_request
@@ -125,14 +122,15 @@ def page_headers(response: Response) -> Response:
 @bp.get("/")
 def index():
     """Recent plans, night plans and frontiers, newest first (`?kind=` one kind, `?cursor=` the next page)."""
-    kind = ResourceKind.__members__.get(request.args.get("kind", ""))
+    kind = request.args.get("kind", "")
+    kind = kind if kind in KINDS else None
     try:
         records, next_cursor = services().store.list(
             limit=PAGE_SIZE, cursor=request.args.get("cursor") or None, kind=kind, headline=True
         )
     except InvalidCursor as exc:
         return _page(400, "error.html", message=str(exc))
-    return _page(200, "index.html", records=records, next_cursor=next_cursor, kind=kind, kinds=list(ResourceKind))
+    return _page(200, "index.html", records=records, next_cursor=next_cursor, kind=kind, kinds=list(KINDS))
 
 
 @bp.get("/plans/<plan_id>")
@@ -146,12 +144,12 @@ def plan_page(plan_id: str):
         for name in sorted(set(plan.power_by_domain) | set(plan.budget_by_domain)):
             domains.append((name, plan.power_by_domain.get(name, 0.0), plan.budget_by_domain.get(name)))
     chart = None if plan is None or not plan.devices else plan_chart(plan)
-    return _page(200, "plan.html", record=record, plan=plan, domains=domains, chart=chart, **_common(record, PLANS))
+    return _page(200, PLANS.page, record=record, plan=plan, domains=domains, chart=chart, **_common(record, PLANS))
 
 
 @bp.get("/plans/<plan_id>/placement.png")
 def plan_placement_png(plan_id: str):
-    return chart_response(PLANS, plan_id, "placement chart", placement_png)
+    return chart_response(PLANS, plan_id, PLACEMENT, "placement chart")
 
 
 @bp.get("/night-plans/<night_plan_id>")
@@ -161,17 +159,7 @@ def night_page(night_plan_id: str):
         return resource
     night = resource.night_plan
     view = None if night is None else night_view(night)
-    return _page(200, "night.html", record=record, night=night, view=view, **_common(record, NIGHT_PLANS))
-
-
-@bp.get("/night-plans/<night_plan_id>/gantt.png")
-def night_gantt_png(night_plan_id: str):
-    return chart_response(NIGHT_PLANS, night_plan_id, "gantt.png", gantt_png)
-
-
-@bp.get("/night-plans/<night_plan_id>/power.png")
-def night_power_png(night_plan_id: str):
-    return chart_response(NIGHT_PLANS, night_plan_id, "power.png", power_png)
+    return _page(200, NIGHT_PLANS.page, record=record, night=night, view=view, **_common(record, NIGHT_PLANS))
 
 
 @bp.get("/frontiers/<frontier_id>")
@@ -181,12 +169,7 @@ def frontier_page(frontier_id: str):
         return resource
     frontier = resource.frontier
     chart = frontier_chart(frontier) if frontier is not None and frontier.points else None
-    return _page(200, "frontier.html", record=record, frontier=frontier, chart=chart, **_common(record, FRONTIERS))
-
-
-@bp.get("/frontiers/<frontier_id>/plot.png")
-def frontier_plot_png(frontier_id: str):
-    return chart_response(FRONTIERS, frontier_id, "plot.png", plot_frontier, missing=no_curve)
+    return _page(200, FRONTIERS.page, record=record, frontier=frontier, chart=chart, **_common(record, FRONTIERS))
 
 
 @bp.get("/queueing-studies/<study_id>")
@@ -194,7 +177,7 @@ def queueing_page(study_id: str):
     record, resource = _resource_or_404(QUEUEING_STUDIES, study_id)
     if record is None:
         return resource
-    return _page(200, "queueing.html", record=record, result=resource.result, **_common(record, QUEUEING_STUDIES))
+    return _page(200, QUEUEING_STUDIES.page, record=record, result=resource.result, **_common(record, QUEUEING_STUDIES))
 
 
 @bp.get("/replans/<replan_id>")
@@ -202,13 +185,23 @@ def replan_page(replan_id: str):
     record, resource = _resource_or_404(REPLANS, replan_id)
     if record is None:
         return resource
-    return _page(200, "replan.html", record=record, parent=resource.parent, replan=resource.replan,
+    return _page(200, REPLANS.page, record=record, parent=resource.parent, replan=resource.replan,
                  **_common(record, REPLANS))
 
 
-@bp.get("/queueing-studies/<study_id>/plot.png")
-def queueing_plot_png(study_id: str):
-    return chart_response(QUEUEING_STUDIES, study_id, "plot.png", queueing_front_png, missing=no_front)
+def _chart_view(spec: KindSpec, chart: Chart) -> None:
+    """The page's copy of a kind's chart, `/<collection>/<id>/<file>` (endpoint `<kind>_<file stem>_png`)."""
+
+    def view(**ids: str) -> Response:
+        return chart_response(spec, ids[spec.id_param], chart)
+
+    endpoint = f"{spec.name}_{chart.file.removesuffix('.png')}_png"
+    bp.add_url_rule(f"/{spec.collection}/<{spec.id_param}>/{chart.file}", endpoint, view, methods=["GET"])
+
+
+for _spec in KINDS.values():
+    for _chart in _spec.charts:
+        _chart_view(_spec, _chart)
 
 
 @bp.get("/assets/<digest>/<path:filename>")
@@ -227,18 +220,18 @@ def asset(digest: str, filename: str):
 # -- helpers -----------------------------------------------------------------------------------------------------
 
 
-def _resource_or_404(collection: Collection, resource_id: str) -> tuple[PlanRecord | None, Any]:
+def _resource_or_404(spec: KindSpec, resource_id: str) -> tuple[PlanRecord | None, Any]:
     """(record, resource model), or (None, a 404 page)."""
-    record = services().store.get(resource_id, kind=collection.kind)
+    record = services().store.get(resource_id, kind=spec.name)
     if record is None:
-        return None, _page(404, "error.html", message=f"There is no {collection.noun} with id {resource_id!r}.")
-    return record, collection.model.of(record)
+        return None, _page(404, "error.html", message=f"There is no {spec.noun} with id {resource_id!r}.")
+    return record, RESOURCES[spec.name].of(record)
 
 
-def _common(record: PlanRecord, collection: Collection) -> dict[str, Any]:
+def _common(record: PlanRecord, spec: KindSpec) -> dict[str, Any]:
     return {
-        "noun": collection.noun,
-        "json_url": collection.location(record.id),
+        "noun": spec.noun,
+        "json_url": spec.location(record.id),
         "refresh": None if record.status.final else REFRESH_S,
     }
 
@@ -307,5 +300,4 @@ def _asset_url(filename: str) -> str:
 
 @bp.app_template_global("page_url")
 def _page_url(record: PlanRecord) -> str:
-    endpoint, argument = PAGES[record.kind]
-    return url_for(endpoint, **{argument: record.id})
+    return url_for(f"viewer.{record.kind}_page", **{KINDS[record.kind].id_param: record.id})

@@ -144,7 +144,7 @@ def short_body_408(folder: Path) -> float:
 def costs(folder: Path) -> list[tuple[str, str]]:
     """(what, figure) for requests at the default limits, in-process."""
     from api import create_app, shutdown
-    from optsched.infra.store import PlanState, ResourceKind
+    from optsched.infra.store import JobState
     from optsched.night import plan_night
     from optsched.service.settings import load_settings
 
@@ -173,10 +173,10 @@ def costs(folder: Path) -> list[tuple[str, str]]:
 
         def finished(queue: dict) -> str:
             params = {"start": "2026-12-01T22:00:00", "hours": 8.0, "preempt": False, "restart_hours": 0.1}
-            record, _ = store.create(queue, kind=ResourceKind.night, params=params)
+            record, _ = store.create(queue, kind="night", params=params)
             claimed = store.claim(record.id)
             result = plan_night(queue, **params)
-            store.finish(record.id, claimed.attempts, PlanState.met if result.ok else PlanState.missed,
+            store.finish(record.id, claimed.attempts, JobState.finished, verdict="met" if result.ok else "missed",
                          plan=result.model_dump(mode="json", by_alias=True))
             return record.id
 

@@ -42,7 +42,7 @@ from redis import Redis
 from optsched.infra.pool import ProcessPool
 from optsched.infra.queue import SolveQueue
 from optsched.infra.rq.queue import RQQueue
-from optsched.infra.store import PlanState, PlanStore
+from optsched.infra.store import JobState, PlanStore
 from optsched.service.kinds import RUNNER
 from optsched.testing.instances import generate
 
@@ -127,9 +127,9 @@ def measure(store: PlanStore, queue: SolveQueue, items: list[Item], label: str, 
     for record in records:
         queue.submit(record.id)
     done = wait_all(store, [r.id for r in records])
-    bad = [r for r in done if r.status in (PlanState.failed, PlanState.cancelled, PlanState.no_solution)]
+    bad = [r for r in done if r.status in (JobState.failed, JobState.cancelled) or r.verdict == "no_solution"]
     if bad:
-        raise RuntimeError(f"{label}: {len(bad)} plan(s) did not solve: {bad[0].status} {bad[0].error}")
+        raise RuntimeError(f"{label}: {len(bad)} plan(s) did not solve: {bad[0].outcome} {bad[0].error}")
     wall = (max(r.finished_at for r in done) - started).total_seconds()
     service: dict[str, list[float]] = {"small": [], "medium": []}
     solve: dict[str, list[float]] = {"small": [], "medium": []}

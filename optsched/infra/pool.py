@@ -37,7 +37,7 @@ from optsched.infra.queue import (
     record_outcome,
     set_incumbent_sink,
 )
-from optsched.infra.store import DATABASE_OUTAGES, MAX_ATTEMPTS, PlanRecord, PlanState, PlanStore
+from optsched.infra.store import DATABASE_OUTAGES, MAX_ATTEMPTS, JobState, PlanRecord, PlanStore
 
 log = logging.getLogger(__name__)
 
@@ -327,7 +327,7 @@ class ProcessPool:
                 self._finish(
                     w.plan_id,
                     w.attempt,
-                    PlanState.failed,
+                    JobState.failed,
                     error=f"the solve worker died {w.attempt} times on this plan (last exit code {code})",
                 )
             elif self.store.requeue(w.plan_id, w.attempt):
@@ -397,7 +397,7 @@ class ProcessPool:
         in_flight |= {plan_id for plan_id, *_ in self._unrecorded}
         with self._lock:
             known = set(self._queue) | in_flight
-        orphans = [pid for pid in self.store.ids_with_state(PlanState.queued) if pid not in known]
+        orphans = [pid for pid in self.store.ids_with_state(JobState.queued) if pid not in known]
         cutoff = datetime.now(UTC) - timedelta(seconds=self.grace_s + STALE_CLAIM_SLACK_S)
         for record in self.store.stale_solving(cutoff):
             limit = timedelta(seconds=self.runner.budget_s(record))
@@ -412,7 +412,7 @@ class ProcessPool:
 
     # -- helpers ------------------------------------------------------------------------------------------
 
-    def _finish(self, plan_id: str, attempt: int, state: PlanState, **fields: Any) -> None:
+    def _finish(self, plan_id: str, attempt: int, state: JobState, **fields: Any) -> None:
         if self.store.finish(plan_id, attempt, state, **fields):
             self._notify(plan_id)
 

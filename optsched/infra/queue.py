@@ -1,6 +1,6 @@
 """The solve queue's contract: plans go in by id, some workers solve them, results go to the store.
 
-A queued row is a resource of one kind (optsched.infra.tables.ResourceKind): a plan, a night plan or a frontier.
+A queued row is a job of one resource kind (its `kind` names one of optsched.service.kinds).
 A queue only sees ids; a worker turns a claimed row into a `SolveTask`, and the `Runner` the service layer gives
 the queue runs it (optsched.service.kinds: each kind's Python API, the same calls the CLI makes).
 
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from optsched.infra.store import DATABASE_OUTAGES, PlanRecord, PlanState, PlanStore, ResourceKind
+from optsched.infra.store import DATABASE_OUTAGES, JobState, PlanRecord, PlanStore
 from optsched.schema.errors import OptschedError
 
 
@@ -24,7 +24,7 @@ from optsched.schema.errors import OptschedError
 class SolveTask:
     """What a worker needs to solve one row: its kind, input document, keyword arguments and HiGHS threads."""
 
-    kind: ResourceKind
+    kind: str
     workload: dict[str, Any]
     params: dict[str, Any] = field(default_factory=dict)
     threads: int | None = None
@@ -131,15 +131,16 @@ def overrun_error(limit_s: float, grace_s: float) -> str:
             "and was stopped")
 
 
-def record_outcome(store: PlanStore, plan_id: str, attempt: int, outcome: str, payload: Any) -> PlanState | None:
+def record_outcome(store: PlanStore, plan_id: str, attempt: int, outcome: str, payload: Any) -> JobState | None:
     """Write a solve answer onto the claim `attempt`; the state written, or None when the claim was no longer
     current (cancelled, or requeued and claimed again). The one place both queues record outcomes."""
+    fields: dict[str, Any]
     if outcome == "result":
-        state, document = payload
-        state, fields = PlanState(state), {"plan": document}
+        verdict, document = payload
+        state, fields = JobState.finished, {"verdict": verdict, "plan": document}
     elif outcome == "invalid":
         details = "; ".join(f"{e['path'] or '<document>'}: {e['message']}" for e in payload)
-        state, fields = PlanState.failed, {"error": f"invalid workload: {details}"}
+        state, fields = JobState.failed, {"error": f"invalid workload: {details}"}
     else:
-        state, fields = PlanState.failed, {"error": str(payload)}
+        state, fields = JobState.failed, {"error": str(payload)}
     return state if store.finish(plan_id, attempt, state, **fields) else None

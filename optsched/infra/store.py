@@ -1,8 +1,9 @@
-"""The plan store: one `plans` table in SQLAlchemy 2 (SQLite by default, any SQLAlchemy URL works).
+"""The job store: one `plans` table in SQLAlchemy 2 (SQLite by default, any SQLAlchemy URL works).
 
-A row is a resource of one `ResourceKind`: a plan (`optsched.plan`), a night plan (`optsched.plan_night`, its
-start/hours/preempt/restart_hours in `params`) or a frontier (`optsched.frontier`, its budgets in `params`).
-`workload` is the input document, `plan` the result document, stored whole, whatever the kind.
+A row is a job of one resource kind, named in `kind` (the kinds are the service's: optsched.service.kinds; the
+store never interprets them): `workload` is the input document, `params` the solve's keyword arguments, `plan`
+the result document, stored whole, whatever the kind. `status` is the job's lifecycle (`JobState`); a finished
+job's `verdict` is its kind's word on the result (optimal, met, done, ...), also opaque to the store.
 Every state change is one transaction with a condition on the current state, so a reader never sees half a
 plan and two actors (a solve finishing, a user cancelling) cannot both win. A claim increments `attempts`;
 the attempt number is the token that later finishes or requeues that claim, so a stale actor cannot
@@ -19,7 +20,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +41,8 @@ from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from optsched.infra.migrations import upgrade
-from optsched.infra.tables import DEFAULT_DATABASE_URL, ResourceKind, metadata, plans  # noqa: F401 - re-exported
+from optsched.infra.tables import DEFAULT_DATABASE_URL, FIRST_KIND, metadata, plans  # noqa: F401 - re-exported
 from optsched.schema.errors import OptschedError
-from optsched.schema.night import NightStatus
-from optsched.schema.plan import Status
 
 log = logging.getLogger(__name__)
 
@@ -55,52 +54,26 @@ DATABASE_OUTAGES: tuple[type[Exception], ...] = (OperationalError, InterfaceErro
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
 
-class _PlanStateBase(StrEnum):
+class JobState(Enum):
+    """Lifecycle of a job, whatever its kind: queued -> solving -> finished (with its kind's verdict), or
+    cancelled or failed (no result). Requeueing sends a solving job back to queued."""
+
+    queued = "queued"
+    solving = "solving"
+    finished = "finished"
+    cancelled = "cancelled"
+    failed = "failed"
+
     @property
     def final(self) -> bool:
-        return self.value not in ("queued", "solving")
+        return self not in UNFINISHED
 
 
-# Lifecycle of a submitted resource: queued -> solving -> a final state: the result's own verdict (every
-# `optsched.Status` for plans, every `NightStatus` for night plans, `done` for a frontier with a curve; derived so
-# that a status added there is a state here), cancelled or failed.
-PlanState = _PlanStateBase(
-    "PlanState",
-    [
-        ("queued", "queued"),
-        ("solving", "solving"),
-        *((status.name, status.value) for status in Status),
-        *((status.name, status.value) for status in NightStatus if status.value not in Status.__members__),
-        ("done", "done"),
-        ("cancelled", "cancelled"),
-        ("failed", "failed"),
-    ],
-    module=__name__,
-)
-
-UNFINISHED = (PlanState.queued, PlanState.solving)
-FINAL_STATES = tuple(s for s in PlanState if s.final)
-
-
-def state_of(status: Status | NightStatus) -> PlanState:
-    """The final state for a planner or night-planner status: the state of the same name."""
-    return PlanState(status.value)
-
-
-# The verdicts a result of each kind can carry (a frontier without a curve is `infeasible`).
-RESULT_STATES: dict[ResourceKind, tuple[PlanState, ...]] = {
-    ResourceKind.plan: tuple(state_of(s) for s in Status),
-    ResourceKind.night: tuple(state_of(s) for s in NightStatus),
-    ResourceKind.frontier: (PlanState.done, PlanState.infeasible),
-    ResourceKind.queueing: (PlanState.done, PlanState.infeasible),
-    ResourceKind.replan: tuple(state_of(s) for s in Status),
-}
-
-
-def states_of(kind: ResourceKind) -> tuple[PlanState, ...]:
-    """Every state a resource of `kind` can be in (a killed overrun is `no_solution` whatever the kind)."""
-    reachable = {*UNFINISHED, *RESULT_STATES[kind], PlanState.no_solution, PlanState.cancelled, PlanState.failed}
-    return tuple(s for s in PlanState if s in reachable)
+UNFINISHED = (JobState.queued, JobState.solving)
+FINAL_STATES = (JobState.finished, JobState.cancelled, JobState.failed)
+# The verdicts the queues write when they stop a solve past its time budget: `time_limit` when it reported an
+# incumbent (kept as the result), else `no_solution`. Every kind's statuses include them (optsched.service.kinds).
+OVERRUN_VERDICTS = ("time_limit", "no_solution")
 
 
 class InvalidCursor(OptschedError, ValueError):
@@ -133,7 +106,7 @@ class PlanRecord:
     """One row of `plans`. `workload` and `plan` (the result) are None when the query did not load them (listings)."""
 
     id: str
-    status: PlanState
+    status: JobState
     submitted_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -142,9 +115,15 @@ class PlanRecord:
     idempotency_key: str | None
     workload: dict[str, Any] | None = None
     plan: dict[str, Any] | None = None
-    kind: ResourceKind = ResourceKind.plan
+    kind: str = FIRST_KIND
     params: dict[str, Any] | None = None
     headline: dict[str, Any] | None = None  # listings with headline=True: figures read out of the documents
+    verdict: str | None = None  # set when finished
+
+    @property
+    def outcome(self) -> str:
+        """What a user sees as the status: the verdict once finished, else the lifecycle state."""
+        return self.verdict if self.status is JobState.finished and self.verdict else self.status.value
 
     @property
     def result(self) -> dict[str, Any] | None:
@@ -152,11 +131,11 @@ class PlanRecord:
         return self.plan
 
     @classmethod
-    def from_row(cls, row) -> PlanRecord:
+    def from_row(cls, row: Any) -> PlanRecord:
         m = row._mapping
         return cls(
             id=m["id"],
-            status=PlanState(m["status"]),
+            status=JobState(m["status"]),
             submitted_at=m["submitted_at"],
             started_at=m["started_at"],
             finished_at=m["finished_at"],
@@ -165,8 +144,9 @@ class PlanRecord:
             idempotency_key=m["idempotency_key"],
             workload=m.get("workload"),
             plan=m.get("plan"),
-            kind=ResourceKind(m["kind"]),
+            kind=m["kind"],
             params=m.get("params"),
+            verdict=m.get("verdict"),
             headline={k.removeprefix(_HEADLINE_PREFIX): v for k, v in m.items() if k.startswith(_HEADLINE_PREFIX)}
             or None,
         )
@@ -191,11 +171,11 @@ class PlanStore:
 
     # -- reads -------------------------------------------------------------------------------------
 
-    def get(self, plan_id: str, kind: ResourceKind | None = None) -> PlanRecord | None:
+    def get(self, plan_id: str, kind: str | None = None) -> PlanRecord | None:
         """The record with this id (of this kind, when given), or None."""
         query = select(plans).where(plans.c.id == plan_id)
         if kind is not None:
-            query = query.where(plans.c.kind == kind.value)
+            query = query.where(plans.c.kind == kind)
         with self.engine.connect() as c:
             row = c.execute(query).first()
         return PlanRecord.from_row(row) if row else None
@@ -210,18 +190,21 @@ class PlanStore:
         *,
         limit: int = 20,
         cursor: str | None = None,
-        status: PlanState | None = None,
-        kind: ResourceKind | None = None,
+        status: JobState | None = None,
+        verdict: str | None = None,
+        kind: str | None = None,
         headline: bool = False,
     ) -> tuple[list[PlanRecord], str | None]:
         """Newest first, without documents; the second item is the cursor of the next page (None on the last).
-        `kind` None lists every kind; `headline` adds a few figures read out of the documents to each record."""
+        `status`, `verdict` and `kind` filter when given; `headline` adds a few figures read out of the documents."""
         columns = [*_SUMMARY_COLUMNS, *(_HEADLINE_COLUMNS if headline else [])]
         query = select(*columns).order_by(plans.c.submitted_at.desc(), plans.c.id.desc()).limit(limit + 1)
         if status is not None:
             query = query.where(plans.c.status == status.value)
+        if verdict is not None:
+            query = query.where(plans.c.verdict == verdict)
         if kind is not None:
-            query = query.where(plans.c.kind == kind.value)
+            query = query.where(plans.c.kind == kind)
         if cursor is not None:
             at, last_id = _decode_cursor(cursor)
             query = query.where(or_(plans.c.submitted_at < at, and_(plans.c.submitted_at == at, plans.c.id < last_id)))
@@ -232,7 +215,7 @@ class PlanStore:
         rows = rows[:limit]
         return rows, _encode_cursor(rows[-1])
 
-    def ids_with_state(self, state: PlanState) -> list[str]:
+    def ids_with_state(self, state: JobState) -> list[str]:
         """Ids in this state, oldest first."""
         with self.engine.connect() as c:
             result = c.execute(
@@ -252,7 +235,7 @@ class PlanStore:
         workload: dict[str, Any],
         idempotency_key: str | None = None,
         *,
-        kind: ResourceKind = ResourceKind.plan,
+        kind: str = FIRST_KIND,
         params: dict[str, Any] | None = None,
     ) -> tuple[PlanRecord, bool]:
         """Store a queued resource; with a key already used (by any kind), return that one instead (second item
@@ -263,7 +246,7 @@ class PlanStore:
                 return existing, False
         record = PlanRecord(
             id=uuid.uuid4().hex,
-            status=PlanState.queued,
+            status=JobState.queued,
             submitted_at=_now(),
             started_at=None,
             finished_at=None,
@@ -276,7 +259,7 @@ class PlanStore:
         )
         values = {
             "id": record.id,
-            "kind": kind.value,
+            "kind": kind,
             "status": record.status.value,
             "workload": workload,
             "params": params,
@@ -300,8 +283,8 @@ class PlanStore:
         with self.engine.begin() as c:
             changed = c.execute(
                 update(plans)
-                .where(plans.c.id == plan_id, plans.c.status == PlanState.queued.value)
-                .values(status=PlanState.solving.value, started_at=_now(), attempts=plans.c.attempts + 1)
+                .where(plans.c.id == plan_id, plans.c.status == JobState.queued.value)
+                .values(status=JobState.solving.value, started_at=_now(), attempts=plans.c.attempts + 1)
             ).rowcount
             if not changed:
                 return None
@@ -312,35 +295,44 @@ class PlanStore:
         self,
         plan_id: str,
         attempt: int,
-        state: PlanState,
+        state: JobState,
         *,
+        verdict: str | None = None,
         plan: dict[str, Any] | None = None,
         error: str | None = None,
     ) -> bool:
-        """solving -> a final state, for the claim `attempt` only; False if cancelled or claimed again since."""
+        """solving -> a final state (`finished` with the kind's verdict), for the claim `attempt` only; False if
+        cancelled or claimed again since."""
         if not state.final:
             raise ValueError(f"finish needs a final state, not {state}")
-        return self._update_claim(plan_id, attempt, status=state.value, plan=plan, error=error, finished_at=_now())
+        if (state is JobState.finished) != (verdict is not None):
+            raise ValueError(f"a finished job has a verdict and no other final state has one ({state}, {verdict!r})")
+        return self._update_claim(
+            plan_id, attempt, status=state.value, verdict=verdict, plan=plan, error=error, finished_at=_now()
+        )
 
     def requeue(self, plan_id: str, attempt: int) -> bool:
         """solving -> queued for the claim `attempt` (its worker stopped before answering); its incumbent goes."""
-        return self._update_claim(plan_id, attempt, status=PlanState.queued.value, started_at=None, plan=None)
+        return self._update_claim(plan_id, attempt, status=JobState.queued.value, started_at=None, plan=None)
 
     def record_incumbent(self, plan_id: str, attempt: int, plan: dict[str, Any]) -> bool:
         """While solving under the claim `attempt`, keep the best plan so far (the row stays `solving`)."""
         return self._update_claim(plan_id, attempt, plan=plan)
 
-    def finish_overrun(self, plan_id: str, attempt: int, error: str) -> PlanState | None:
-        """End a claim whose solve overran and was stopped: `time_limit` with its last incumbent when it reported
-        one (the plan is kept, not thrown away), else `no_solution`; None when the claim was no longer current."""
+    def finish_overrun(self, plan_id: str, attempt: int, error: str) -> JobState | None:
+        """End a claim whose solve overran and was stopped: finished `time_limit` with its last incumbent when it
+        reported one (the plan is kept, not thrown away), else `no_solution`; None when the claim was no longer
+        current."""
         record = self.get(plan_id)
-        if record is None or record.status != PlanState.solving or record.attempts != attempt:
+        if record is None or record.status != JobState.solving or record.attempts != attempt:
             return None
+        with_incumbent, without = OVERRUN_VERDICTS
         if record.plan is not None:
-            document = {**record.plan, "status": PlanState.time_limit.value}
-            done = self.finish(plan_id, attempt, PlanState.time_limit, plan=document, error=error)
-            return PlanState.time_limit if done else None
-        return PlanState.no_solution if self.finish(plan_id, attempt, PlanState.no_solution, error=error) else None
+            document = {**record.plan, "status": with_incumbent}
+            done = self.finish(plan_id, attempt, JobState.finished, verdict=with_incumbent, plan=document, error=error)
+        else:
+            done = self.finish(plan_id, attempt, JobState.finished, verdict=without, error=error)
+        return JobState.finished if done else None
 
     def _update_claim(self, plan_id: str, attempt: int, **values: Any) -> bool:
         """One transaction that changes a row only while it is still solving under the claim `attempt`."""
@@ -350,7 +342,7 @@ class PlanStore:
                     update(plans)
                     .where(
                         plans.c.id == plan_id,
-                        plans.c.status == PlanState.solving.value,
+                        plans.c.status == JobState.solving.value,
                         plans.c.attempts == attempt,
                     )
                     .values(**values)
@@ -363,12 +355,12 @@ class PlanStore:
             changed = c.execute(
                 update(plans)
                 .where(plans.c.id == plan_id, plans.c.status.in_([s.value for s in UNFINISHED]))
-                .values(status=PlanState.cancelled.value, finished_at=_now())
+                .values(status=JobState.cancelled.value, finished_at=_now())
             ).rowcount
             row = c.execute(select(plans).where(plans.c.id == plan_id)).first()
         return (PlanRecord.from_row(row) if row else None), bool(changed)
 
-    def delete(self, plan_id: str, states: Iterable[PlanState] = FINAL_STATES) -> bool:
+    def delete(self, plan_id: str, states: Iterable[JobState] = FINAL_STATES) -> bool:
         """Delete the plan if it is in one of `states` (by default: finished ones only)."""
         with self.engine.begin() as c:
             return bool(
@@ -382,25 +374,25 @@ class PlanStore:
         with self.engine.begin() as c:
             c.execute(
                 update(plans)
-                .where(plans.c.status == PlanState.solving.value, plans.c.attempts >= max_attempts)
+                .where(plans.c.status == JobState.solving.value, plans.c.attempts >= max_attempts)
                 .values(
-                    status=PlanState.failed.value,
+                    status=JobState.failed.value,
                     finished_at=_now(),
                     error=f"the solve was interrupted {max_attempts} times (server or worker stopped); not retried",
                 )
             )
             c.execute(
                 update(plans)
-                .where(plans.c.status == PlanState.solving.value)
-                .values(status=PlanState.queued.value, started_at=None)
+                .where(plans.c.status == JobState.solving.value)
+                .values(status=JobState.queued.value, started_at=None)
             )
-        return self.ids_with_state(PlanState.queued)
+        return self.ids_with_state(JobState.queued)
 
     def stale_solving(self, older_than: datetime) -> list[PlanRecord]:
         """Plans solving since before `older_than` (with their workloads), to find claims whose owner died."""
         with self.engine.connect() as c:
             rows = c.execute(
-                select(plans).where(plans.c.status == PlanState.solving.value, plans.c.started_at < older_than)
+                select(plans).where(plans.c.status == JobState.solving.value, plans.c.started_at < older_than)
             )
             return [PlanRecord.from_row(r) for r in rows]
 
@@ -437,7 +429,7 @@ def _create_engine(url: str) -> Engine:
     engine = create_engine(url)
 
     @event.listens_for(engine, "connect")
-    def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA journal_mode = WAL")

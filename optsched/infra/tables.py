@@ -1,38 +1,34 @@
-"""The `plans` table as SQLAlchemy metadata: what the store reads and writes and what the migrations build."""
+"""The `plans` table (every kind's jobs) as SQLAlchemy metadata: what the store reads and writes and what the
+migrations build."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from enum import StrEnum
+from typing import Any
 
 from sqlalchemy import JSON, Column, DateTime, Index, Integer, MetaData, String, Table, Text, TypeDecorator
 
 DEFAULT_DATABASE_URL = "sqlite:///./var/optsched.db"
 
 
-class ResourceKind(StrEnum):
-    """What a row holds, and so which Python API its worker calls (optsched.service.kinds.KINDS)."""
-
-    plan = "plan"  # optsched.plan(workload)
-    night = "night"  # optsched.plan_night(queue, **params)
-    frontier = "frontier"  # optsched.frontier(workload, **params)
-    queueing = "queueing"  # optsched.queueing.analyze(study, **params)
-    replan = "replan"  # optsched.replan(workload, plan, change): the parent plan's id in params
+# Rows from before resource kinds existed are plans (migration 0002); the kinds themselves are the service's
+# (optsched.service.kinds): this table stores a kind's name and never interprets it.
+FIRST_KIND = "plan"
 
 
-class _UtcDateTime(TypeDecorator):
+class _UtcDateTime(TypeDecorator[datetime]):
     """Aware UTC datetimes in, aware UTC datetimes out, whatever the backend keeps (SQLite keeps naive text)."""
 
     impl = DateTime(timezone=True)
     cache_ok = True
 
-    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
         if value is None:
             return None
         value = value.astimezone(UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
-    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
+    def process_result_value(self, value: Any | None, dialect: Any) -> datetime | None:
         if value is None:
             return None
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
@@ -43,8 +39,9 @@ plans = Table(
     "plans",
     metadata,
     Column("id", String(32), primary_key=True),
-    Column("kind", String(16), nullable=False, default=ResourceKind.plan.value, server_default=ResourceKind.plan.value),
-    Column("status", String(16), nullable=False),
+    Column("kind", String(16), nullable=False, default=FIRST_KIND, server_default=FIRST_KIND),
+    Column("status", String(16), nullable=False),  # a JobState
+    Column("verdict", String(16), nullable=True),  # the kind's verdict on a finished solve (optimal, met, done, ...)
     Column("workload", JSON, nullable=False),
     Column("params", JSON, nullable=True),
     Column("plan", JSON, nullable=True),

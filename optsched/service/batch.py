@@ -24,7 +24,7 @@ from typing import Any
 
 from optsched.infra.queue import SolveQueue
 from optsched.infra.rq.keys import redacted
-from optsched.infra.store import PlanRecord, PlanState, PlanStore
+from optsched.infra.store import UNFINISHED, JobState, PlanRecord, PlanStore
 from optsched.schema.errors import InvalidWorkload, OptschedError
 from optsched.schema.plan import FEASIBLE_STATUSES
 from optsched.schema.workload import Workload
@@ -34,8 +34,10 @@ from optsched.service.queues import open_queue
 SUMMARY_FILE = "batch-summary.json"
 KEY_PREFIX = "batch-sha256:"
 # States worth another solve on a rerun: the row holds no verdict on the workload.
-RETRIED_STATES = (PlanState.failed, PlanState.cancelled)
-FEASIBLE_STATES = frozenset(PlanState(s.value) for s in FEASIBLE_STATUSES)
+RETRIED_STATES = (JobState.failed, JobState.cancelled)
+_RETRIED = frozenset(s.value for s in RETRIED_STATES)
+_FEASIBLE = frozenset(s.value for s in FEASIBLE_STATUSES)
+_UNFINISHED = frozenset(s.value for s in UNFINISHED)
 
 
 class InvalidBatch(OptschedError):
@@ -74,11 +76,11 @@ class BatchEntry:
 
     @property
     def final(self) -> bool:
-        return PlanState(self.status).final
+        return self.status not in _UNFINISHED
 
     @property
     def feasible(self) -> bool:
-        return PlanState(self.status) in FEASIBLE_STATES
+        return self.status in _FEASIBLE
 
 
 @dataclass
@@ -181,7 +183,7 @@ def previous_entries(out_dir: Path) -> dict[str, BatchEntry]:
     return {
         e.sha256: e
         for e in entries
-        if e.final and e.status not in RETRIED_STATES and e.plan and (out_dir / e.plan).is_file()
+        if e.final and e.status not in _RETRIED and e.plan and (out_dir / e.plan).is_file()
     }
 
 
@@ -222,9 +224,9 @@ def run_batch(
             if not record.status.final:
                 rows[digest] = store.get(record.id) or record
         counts = Counter(
-            rows[item.sha256].status.value if item.sha256 in rows else earlier[item.sha256].status for item in inputs
+            rows[item.sha256].outcome if item.sha256 in rows else earlier[item.sha256].status for item in inputs
         )
-        finished = sum(n for s, n in counts.items() if PlanState(s).final)
+        finished = sum(n for s, n in counts.items() if s not in _UNFINISHED)
         if progress is not None:
             progress(finished, len(inputs), counts)
         if not wait or finished == len(inputs) or (deadline is not None and time.monotonic() >= deadline):
@@ -268,7 +270,7 @@ def _write_entry(out_dir: Path, item: BatchInput, record: PlanRecord, *, reused:
         name=item.name,
         sha256=item.sha256,
         id=record.id,
-        status=record.status.value,
+        status=record.outcome,
         objective=(document or {}).get("objective"),
         power_w=(document or {}).get("power_w"),
         solve_seconds=(document or {}).get("solve_seconds"),

@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from optsched.infra.queue import SolveQueue
-from optsched.infra.store import PlanRecord, PlanState, PlanStore, ResourceKind
-from optsched.schema.errors import FieldError, InvalidWorkload, OptschedError
-from optsched.service.kinds import KINDS
+from optsched.infra.store import JobState, PlanRecord, PlanStore
+from optsched.schema.errors import OptschedError
+from optsched.service.kinds import KINDS, KindSpec
 
 
 class IdempotencyConflict(OptschedError):
@@ -33,12 +33,12 @@ class Submitted:
 def submit(
     store: PlanStore,
     queue: SolveQueue,
-    document: dict[str, Any],
+    document: Any,
     *,
-    kind: ResourceKind = ResourceKind.plan,
+    kind: KindSpec = KINDS["plan"],
     params: dict[str, Any] | None = None,
     idempotency_key: str | None = None,
-    replace_states: Iterable[PlanState] = (),
+    replace_states: Iterable[JobState] = (),
 ) -> Submitted:
     """Store the resource and queue its solve, in that order, so that a failed enqueue leaves no row behind.
 
@@ -48,16 +48,16 @@ def submit(
     """
     params = params or {}
     replace = tuple(replace_states)
-    record, created = store.create(document, idempotency_key, kind=kind, params=params)
+    record, created = store.create(document, idempotency_key, kind=kind.name, params=params)
     if not created and record.status in replace:
         store.delete(record.id, states=replace)
-        record, created = store.create(document, idempotency_key, kind=kind, params=params)
+        record, created = store.create(document, idempotency_key, kind=kind.name, params=params)
     if not created:
         if (record.kind, canonical(record.workload), canonical(record.params or {})) != (
-            kind, canonical(document), canonical(params)
+            kind.name, canonical(document), canonical(params)
         ):
             raise IdempotencyConflict(
-                f"this Idempotency-Key was used for a different request; use a new key for a new {kind.value}"
+                f"this Idempotency-Key was used for a different request; use a new key for a new {kind.name}"
             )
         return Submitted(record, created=False)
     try:
@@ -71,7 +71,7 @@ def submit(
 def cancel_or_delete(
     store: PlanStore,
     queue: SolveQueue,
-    kind: ResourceKind,
+    kind: KindSpec,
     resource_id: str,
     *,
     requested_at: datetime | None = None,
@@ -84,39 +84,39 @@ def cancel_or_delete(
     (`requested_at`, when the caller received it) and, when cancelled, cancelled more than `replay_s` before it.
     So several DELETEs sent at once, or a DELETE retried soon after, all answer with the cancelled record and
     none deletes it; a DELETE after that deletes it."""
-    record = store.get(resource_id, kind=kind)
+    record = store.get(resource_id, kind=kind.name)
     if record is None:
-        raise NotFound(f"no {kind.value} {resource_id!r}")
+        raise NotFound(f"no {kind.name} {resource_id!r}")
     if not record.status.final:
         cancelled = queue.cancel(record.id)
         if cancelled is None:
-            raise NotFound(f"no {kind.value} {resource_id!r}")
+            raise NotFound(f"no {kind.name} {resource_id!r}")
         return cancelled
     if requested_at is not None:
         kept_until = _utc(record.finished_at) + timedelta(
-            seconds=replay_s if record.status == PlanState.cancelled else 0.0
+            seconds=replay_s if record.status is JobState.cancelled else 0.0
         )
         if kept_until >= _utc(requested_at):
             return record  # cancelled just now (a retry, a concurrent DELETE), or its solve ended meanwhile
     if store.delete(record.id):
         return None
-    raise NotFound(f"no {kind.value} {resource_id!r}")
+    raise NotFound(f"no {kind.name} {resource_id!r}")
 
 
-def check_solve_budget(
-    kind: ResourceKind, document: dict[str, Any], params: dict[str, Any], max_solve_s: float, *, path: str = ""
-) -> None:
-    """InvalidWorkload unless the resource's worst-case solve time (its kind's budget: time limit x the solves it
-    may run) is at most `max_solve_s`: what one request may hold a solver process for."""
-    budget = KINDS[kind].budget_s(document, params)
-    if budget <= max_solve_s:
-        return
-    where = f"{path}.options.time_limit_s" if path else "options.time_limit_s"
-    raise InvalidWorkload([FieldError(
-        where,
-        f"this {kind.value} may hold a solver for up to {budget:,.0f} s (time limit x the solves it may run), above "
-        f"the limit of {max_solve_s:,.0f} s (OPTSCHED_MAX_SOLVE_S); lower options.time_limit_s or split the work",
-    )])
+def list_resources(
+    store: PlanStore, kind: KindSpec, *, limit: int = 20, cursor: str | None = None, status: str | None = None
+) -> tuple[list[PlanRecord], str | None]:
+    """One page of a kind's resources, newest first; `status` is the word a resource shows: a lifecycle state
+    (queued, solving, cancelled, failed) or a verdict of a finished solve (optimal, met, done, ...)."""
+    if status is None:
+        return store.list(limit=limit, cursor=cursor, kind=kind.name)
+    if status in _LIFECYCLE_WORDS:
+        return store.list(limit=limit, cursor=cursor, kind=kind.name, status=JobState(status))
+    return store.list(limit=limit, cursor=cursor, kind=kind.name, status=JobState.finished, verdict=status)
+
+
+# The statuses that are lifecycle states; `finished` never shows: a finished resource shows its verdict.
+_LIFECYCLE_WORDS = frozenset(s.value for s in JobState if s is not JobState.finished)
 
 
 def _utc(moment: datetime | None) -> datetime:

@@ -12,7 +12,7 @@ from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from optsched.infra.tables import DEFAULT_DATABASE_URL
-from optsched.schema.limits import DEFAULT_MAX_VARIABLES
+from optsched.schema.limits import DEFAULT_MAX_VARIABLES, Limits
 
 PREFIX = "OPTSCHED_"
 
@@ -98,3 +98,15 @@ def load_settings(overrides: Mapping[str, Any] | None = None, environ: Mapping[s
     values = settings.model_dump()
     values.update(overrides or {})
     return values
+
+
+def limits_of(settings: Mapping[str, Any]) -> Limits:
+    """The size limits one request must stay within (its OPTSCHED_MAX_* settings)."""
+    return Limits(
+        jobs=settings["MAX_JOBS"],
+        devices=settings["MAX_DEVICES"],
+        device_groups=settings["MAX_DEVICE_GROUPS"],
+        levels=settings["MAX_LEVELS"],
+        time_limit_s=settings["MAX_TIME_LIMIT_S"],
+        variables=settings["MAX_VARIABLES"],
+    )

@@ -10,7 +10,7 @@ from sqlalchemy import update
 
 from optsched.infra.pool import ProcessPool
 from optsched.infra.queue import QueueFull
-from optsched.infra.store import MAX_ATTEMPTS, PlanState, PlanStore, plans
+from optsched.infra.store import MAX_ATTEMPTS, JobState, PlanStore, plans
 from optsched.service.kinds import runner, solve_task
 from optsched.verify.placement import verify
 from tests.api import fakes
@@ -52,7 +52,7 @@ def test_a_solve_past_its_time_limit_and_grace_is_killed_and_recorded_no_solutio
     pool.start()
     plan_id = submit(store, pool, tiny_workload(time_limit_s=0.2))
     record = pool.wait(plan_id, 20)
-    assert record.status == PlanState.no_solution
+    assert record.outcome == "no_solution"
     assert "overran its time limit of 0.2 s" in record.error
     assert record.finished_at - record.started_at >= timedelta(seconds=0.5)
 
@@ -67,10 +67,10 @@ def test_a_killed_solve_keeps_its_incumbent_shown_while_solving_and_ends_time_li
     while record.plan is None and time.monotonic() < deadline:
         time.sleep(0.05)
         record = store.get(plan_id)
-    assert record.status == PlanState.solving and record.plan["status"] == "time_limit"
+    assert record.status == JobState.solving and record.plan["status"] == "time_limit"
     assert verify(data, record.plan) == []
     record = pool.wait(plan_id, 30)
-    assert record.status == PlanState.time_limit
+    assert record.outcome == "time_limit"
     assert "overran its time limit of 1 s" in record.error
     assert verify(data, record.plan) == []
 
@@ -80,7 +80,7 @@ def test_a_worker_that_dies_is_replaced_and_its_plan_retried_then_failed(store, 
     pool.start()
     plan_id = submit(store, pool, tiny_workload())
     record = pool.wait(plan_id, 30)
-    assert record.status == PlanState.failed
+    assert record.status == JobState.failed
     assert record.attempts == MAX_ATTEMPTS
     assert "died" in record.error
     assert pool.healthy()
@@ -92,7 +92,7 @@ def test_workers_are_recycled_after_max_solves_and_every_plan_verifies(store, ma
     for i in range(3):
         data = tiny_workload(f"r{i}")
         record = pool.wait(submit(store, pool, data), 30)
-        assert record.status == PlanState.optimal
+        assert record.outcome == "optimal"
         assert verify(data, record.plan) == []
     assert pool.spawned == 2  # the first worker retired after its second solve
 
@@ -115,7 +115,7 @@ def test_start_requeues_what_a_previous_run_left(store, make_pool):
     pool.start()
     for plan_id in (queued, solving):
         record = pool.wait(plan_id, 30)
-        assert record.status == PlanState.optimal
+        assert record.outcome == "optimal"
         assert verify(data, record.plan) == []
 
 
@@ -132,5 +132,5 @@ def test_the_sweep_adopts_plans_that_no_process_owns(store, make_pool):
     pool._next_sweep = 0.0
     pool._sweep()
     assert sorted(pool._queue) == sorted([orphan_queued, orphan_solving])
-    assert store.get(orphan_solving).status == PlanState.queued
-    assert store.get(fresh_solving).status == PlanState.solving
+    assert store.get(orphan_solving).status == JobState.queued
+    assert store.get(fresh_solving).status == JobState.solving

@@ -7,8 +7,7 @@ import stat
 import pytest
 from sqlalchemy import text
 
-from optsched.infra.store import MAX_ATTEMPTS, InvalidCursor, PlanState, PlanStore, state_of
-from optsched.schema.plan import Status
+from optsched.infra.store import MAX_ATTEMPTS, InvalidCursor, JobState, PlanStore
 
 
 @pytest.fixture
@@ -26,25 +25,23 @@ def test_sqlite_file_is_private_and_in_wal_mode(store, tmp_path):
         assert c.execute(text("PRAGMA busy_timeout")).scalar() >= 1000
 
 
-def test_every_planner_status_has_a_final_state():
-    assert {state_of(s) for s in Status} <= set(PlanState)
-    assert all(state_of(s).final for s in Status)
-    assert not PlanState.queued.final and not PlanState.solving.final
+def test_only_queued_and_solving_are_unfinished():
+    assert {s for s in JobState if not s.final} == {JobState.queued, JobState.solving}
 
 
 def test_lifecycle_queued_solving_finished(store):
     record, created = store.create({"name": "w"})
-    assert created and record.status == PlanState.queued and record.attempts == 0
+    assert created and record.status == JobState.queued and record.attempts == 0
     claimed = store.claim(record.id)
-    assert claimed.status == PlanState.solving and claimed.attempts == 1 and claimed.started_at is not None
+    assert claimed.status == JobState.solving and claimed.attempts == 1 and claimed.started_at is not None
     assert store.claim(record.id) is None  # only queued plans can be claimed
-    assert store.finish(record.id, 1, PlanState.optimal, plan={"status": "optimal"})
+    assert store.finish(record.id, 1, JobState.finished, verdict="optimal", plan={"status": "optimal"})
     done = store.get(record.id)
-    assert done.status == PlanState.optimal and done.plan == {"status": "optimal"} and done.finished_at
+    assert done.outcome == "optimal" and done.plan == {"status": "optimal"} and done.finished_at
     assert done.workload == {"name": "w"}
     assert not store.cancel(record.id)[1]  # a finished plan is not cancelled
     with pytest.raises(ValueError):
-        store.finish(record.id, 1, PlanState.queued)
+        store.finish(record.id, 1, JobState.queued)
 
 
 def test_a_stale_claim_cannot_finish_or_requeue(store):
@@ -52,17 +49,17 @@ def test_a_stale_claim_cannot_finish_or_requeue(store):
     store.claim(record.id)
     assert store.requeue(record.id, 1)
     store.claim(record.id)  # attempt 2
-    assert not store.finish(record.id, 1, PlanState.optimal)
+    assert not store.finish(record.id, 1, JobState.finished, verdict="optimal")
     assert not store.requeue(record.id, 1)
-    assert store.finish(record.id, 2, PlanState.time_limit)
+    assert store.finish(record.id, 2, JobState.finished, verdict="time_limit")
 
 
 def test_cancel_wins_over_a_finishing_solve(store):
     record, _ = store.create({})
     store.claim(record.id)
     cancelled, changed = store.cancel(record.id)
-    assert changed and cancelled.status == PlanState.cancelled
-    assert not store.finish(record.id, 1, PlanState.optimal, plan={})
+    assert changed and cancelled.status == JobState.cancelled
+    assert not store.finish(record.id, 1, JobState.finished, verdict="optimal", plan={})
     assert store.get(record.id).plan is None
 
 
@@ -84,9 +81,9 @@ def test_recover_requeues_interrupted_plans_and_gives_up_after_max_attempts(stor
     store.claim(stubborn.id)
     ids = store.recover(max_attempts=MAX_ATTEMPTS + 1)
     assert ids == [queued.id, solving.id]
-    assert store.get(solving.id).status == PlanState.queued
+    assert store.get(solving.id).status == JobState.queued
     failed = store.get(stubborn.id)
-    assert failed.status == PlanState.failed and "interrupted" in failed.error
+    assert failed.status == JobState.failed and "interrupted" in failed.error
 
 
 def test_delete_only_removes_finished_plans(store):
@@ -108,7 +105,7 @@ def test_list_pages_newest_first_and_rejects_foreign_cursors(store):
             break
     assert seen == ids[::-1]
     store.cancel(ids[3])
-    assert [r.id for r in store.list(status=PlanState.cancelled)[0]] == [ids[3]]
+    assert [r.id for r in store.list(status=JobState.cancelled)[0]] == [ids[3]]
     for bad in ("", "abc", "bm9wZQ", "MjAyNi0xMS0zMHxhYmM"):
         with pytest.raises(InvalidCursor):
             store.list(cursor=bad)

@@ -12,7 +12,8 @@ from markupsafe import escape
 
 import optsched
 from api import pages, services
-from optsched.infra.store import PlanState, ResourceKind, state_of
+from optsched.infra.store import JobState
+from optsched.service.kinds import KINDS
 from optsched.verify.timeline import verify_timeline
 from tests.api.helpers import night_queue, tiny_workload
 from tests.conftest import plan_checked
@@ -22,13 +23,13 @@ from tests.test_elastic import fleet
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def finished(app, kind: ResourceKind, document: dict, result, params=None) -> str:
+def finished(app, kind: str, document: dict, result, params=None) -> str:
     """Store a resource and finish it with `result` (from the Python API), as a worker would."""
     store = services(app).store
     record, _ = store.create(document, kind=kind, params=params)
     store.claim(record.id)
-    state = PlanState.done if kind == ResourceKind.frontier and result.points else state_of(result.status)
-    assert store.finish(record.id, 1, state, plan=result.model_dump(mode="json", by_alias=True))
+    verdict = KINDS[kind].verdict(result)
+    assert store.finish(record.id, 1, JobState.finished, verdict=verdict, plan=result.model_dump(mode="json", by_alias=True))
     return record.id
 
 
@@ -67,7 +68,7 @@ def rows(html: str, table_id: str) -> list[str]:
 def test_a_plan_page_has_the_chart_the_power_by_domain_and_every_job(app, client):
     data = fleet(domains={"rack1": 1800})
     plan = plan_checked(data)
-    plan_id = finished(app, ResourceKind.plan, data, plan)
+    plan_id = finished(app, "plan", data, plan)
     html = page(client, f"/plans/{plan_id}")
     assert re.search(
         rf'<noscript>\s*<img id="placement-chart" class="chart" src="/plans/{plan_id}/placement.png"', html
@@ -101,7 +102,7 @@ def test_an_infeasible_plan_page_shows_the_diagnosis_and_every_suggestion(app, c
     data = fleet(domains={"rack1": 900})
     plan = plan_checked(data)
     assert plan.status == optsched.Status.infeasible and plan.suggestions
-    html = page(client, f"/plans/{finished(app, ResourceKind.plan, data, plan)}")
+    html = page(client, f"/plans/{finished(app, 'plan', data, plan)}")
     assert 'id="diagnosis"' in html
     for line in plan.diagnosis:
         assert str(escape(line)) in html
@@ -118,7 +119,7 @@ def test_user_text_is_escaped_in_pages_and_drawn_literally_in_charts(app, client
         power={"budget_w": 150},
     )
     data["name"] = "<img src=x onerror=alert(1)></script>"
-    plan_id = finished(app, ResourceKind.plan, data, plan_checked(data))
+    plan_id = finished(app, "plan", data, plan_checked(data))
     html = page(client, f"/plans/{plan_id}")
     assert "<script>" not in html and "<img src=x" not in html and "<g>" not in html
     assert html.count("</script>") == html.count("<script")  # the ids in the chart data cannot end its block
@@ -136,11 +137,11 @@ def test_user_text_is_escaped_in_pages_and_drawn_literally_in_charts(app, client
 def test_the_index_lists_every_kind_newest_first_with_links_and_figures(app, client):
     plan_data = tiny_workload("first")
     plan = plan_checked(plan_data)
-    plan_id = finished(app, ResourceKind.plan, plan_data, plan)
+    plan_id = finished(app, "plan", plan_data, plan)
     queue = night_queue("tonight")
     night = optsched.plan_night(queue, start=datetime(2026, 12, 1, 22), hours=8)
     assert verify_timeline(queue, night) == []
-    night_id = finished(app, ResourceKind.night, queue, night)
+    night_id = finished(app, "night", queue, night)
     queued_id = client.post("/v1/frontiers", json={"workload": tiny_workload("later")}).get_json()["id"]
     html = page(client, "/")
     listed = rows(html, "recent")
@@ -160,7 +161,7 @@ def test_the_night_page_lists_every_job_with_its_devices_and_clock_times(app, cl
     start = datetime(2026, 12, 1, 22, 0)
     night = optsched.plan_night(queue, start=start, hours=8, preempt=True)
     assert verify_timeline(queue, night) == []
-    night_id = finished(app, ResourceKind.night, queue, night)
+    night_id = finished(app, "night", queue, night)
     html = page(client, f"/night-plans/{night_id}")
     assert re.search(rf'<noscript>\s*<img id="gantt-chart" class="chart" src="/night-plans/{night_id}/gantt.png"', html)
     assert f'src="/night-plans/{night_id}/power.png"' in html
@@ -208,7 +209,7 @@ def test_the_night_page_lists_every_job_with_its_devices_and_clock_times(app, cl
 def test_the_frontier_page_carries_its_curve(app, client):
     data = tiny_workload()
     frontier = optsched.frontier(data, budgets=[300, 600])
-    frontier_id = finished(app, ResourceKind.frontier, data, frontier)
+    frontier_id = finished(app, "frontier", data, frontier)
     html = page(client, f"/frontiers/{frontier_id}")
     assert f'src="/frontiers/{frontier_id}/plot.png"' in html
     assert len(rows(html, "points")) == 2

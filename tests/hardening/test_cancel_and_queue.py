@@ -15,8 +15,8 @@ import pytest
 
 from api.examples import WORKLOAD
 from optsched.infra.queue import QueueFull
-from optsched.infra.store import PlanState, PlanStore, ResourceKind
-from optsched.service.kinds import RUNNER
+from optsched.infra.store import JobState, PlanStore
+from optsched.service.kinds import KINDS, RUNNER
 from optsched.service.resources import cancel_or_delete
 
 
@@ -47,7 +47,7 @@ def test_concurrent_deletes_of_an_unfinished_plan_all_answer_200_cancelled(make_
         responses = _concurrently(3, lambda plan_id=plan_id: app.test_client().delete(f"/v1/plans/{plan_id}"))
         assert [r.status_code for r in responses] == [200, 200, 200]
         assert {r.get_json()["status"] for r in responses} == {"cancelled"}
-        assert store.get(plan_id).status == PlanState.cancelled  # none of them deleted it
+        assert store.get(plan_id).status == JobState.cancelled  # none of them deleted it
         retried = app.test_client().delete(f"/v1/plans/{plan_id}")  # a retry soon after: the same answer
         assert retried.status_code == 200 and retried.get_json()["status"] == "cancelled"
         app.config["CANCEL_REPLAY_S"] = 0  # past the replay window, a DELETE deletes
@@ -67,14 +67,14 @@ def test_a_delete_that_arrived_before_the_cancel_committed_does_not_delete(tmp_p
 
     record, _ = store.create(copy.deepcopy(WORKLOAD))
     arrived = datetime.now(UTC)
-    first = cancel_or_delete(store, Queue(), ResourceKind.plan, record.id, requested_at=arrived)
-    assert first.status == PlanState.cancelled
-    second = cancel_or_delete(store, Queue(), ResourceKind.plan, record.id, requested_at=arrived)
-    assert second is not None and second.status == PlanState.cancelled and store.get(record.id) is not None
+    first = cancel_or_delete(store, Queue(), KINDS["plan"], record.id, requested_at=arrived)
+    assert first.status == JobState.cancelled
+    second = cancel_or_delete(store, Queue(), KINDS["plan"], record.id, requested_at=arrived)
+    assert second is not None and second.status == JobState.cancelled and store.get(record.id) is not None
     later = datetime.now(UTC) + timedelta(milliseconds=1)
-    again = cancel_or_delete(store, Queue(), ResourceKind.plan, record.id, requested_at=later, replay_s=30)
-    assert again.status == PlanState.cancelled  # a retry within the replay window
-    assert cancel_or_delete(store, Queue(), ResourceKind.plan, record.id, requested_at=later) is None
+    again = cancel_or_delete(store, Queue(), KINDS["plan"], record.id, requested_at=later, replay_s=30)
+    assert again.status == JobState.cancelled  # a retry within the replay window
+    assert cancel_or_delete(store, Queue(), KINDS["plan"], record.id, requested_at=later) is None
     assert store.get(record.id) is None
     store.close()
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from api.examples import NIGHT_QUEUE, WORKLOAD
-from optsched.infra.store import PlanState, ResourceKind
+from optsched.infra.store import JobState
 from optsched.night import plan_night
 from optsched.schema.plan import Plan
 from optsched.schema.workload import Workload
@@ -118,11 +118,11 @@ def finished_night(app, queue: dict, hours: float = 2.0) -> str:
     """A night plan solved here and stored as finished (what a worker would have written)."""
     store = app.extensions["optsched"].store
     params = {"start": "2026-12-01T22:00:00", "hours": hours, "preempt": False, "restart_hours": 0.1}
-    record, _ = store.create(queue, kind=ResourceKind.night, params=params)
+    record, _ = store.create(queue, kind="night", params=params)
     claimed = store.claim(record.id)
     result = plan_night(queue, **params)
-    state = PlanState.met if result.ok else PlanState.missed
-    assert store.finish(record.id, claimed.attempts, state, plan=result.model_dump(mode="json", by_alias=True))
+    verdict = "met" if result.ok else "missed"
+    assert store.finish(record.id, claimed.attempts, JobState.finished, verdict=verdict, plan=result.model_dump(mode="json", by_alias=True))
     return record.id
 
 

@@ -23,7 +23,7 @@ from optsched.infra.rq.keys import Keys, job_id
 from optsched.infra.rq.queue import RQQueue
 from optsched.infra.rq.spool import Answer, Spool, deliver, hold_spooled
 from optsched.infra.rq.sweep import housekeeping, redis_uptime_s, sweep
-from optsched.infra.store import PlanState, PlanStore, plans
+from optsched.infra.store import JobState, PlanStore, plans
 from optsched.service.kinds import RUNNER
 from optsched.verify.placement import verify
 from tests.support.outages import OPTSCHED, session_pids, small_workload
@@ -157,12 +157,12 @@ def test_a_result_the_database_does_not_take_is_spooled_held_and_then_recorded(o
                       .values(started_at=datetime.now(UTC) - timedelta(minutes=5)))
         _wait_redis_uptime(ctx, 1.0)
         assert sweep(ctx) == 0
-        assert store.get(record.id).status == PlanState.solving
+        assert store.get(record.id).status == JobState.solving
 
         housekeeping(ctx, Availability("Redis"), Availability("the database"))  # what a pool runs, also at start
 
         done = store.get(record.id)
-        assert done.status == PlanState.optimal and done.attempts == 1
+        assert done.outcome == "optimal" and done.attempts == 1
         assert verify(data, done.plan) == []
         assert Spool(spool_dir).entries() == []
     finally:

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from api import create_app, services, shutdown
-from optsched.infra.store import PlanState, ResourceKind, state_of
+from optsched.infra.store import JobState
+from optsched.service.kinds import KINDS
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -50,14 +51,13 @@ class Site:
     def __init__(self, app, base: str) -> None:
         self.app, self.base = app, base
 
-    def finished(self, kind: ResourceKind, document: dict[str, Any], result, params=None, state=None) -> str:
-        """Store `result` as a worker would; `state` as the worker decides it (plans, nights, frontiers: derived)."""
+    def finished(self, kind: str, document: dict[str, Any], result, params=None) -> str:
+        """Store `result` as a worker would, with the verdict its kind gives it."""
         store = services(self.app).store
         record, _ = store.create(document, kind=kind, params=params)
         store.claim(record.id)
-        if state is None:
-            state = PlanState.done if kind == ResourceKind.frontier and result.points else state_of(result.status)
-        assert store.finish(record.id, 1, state, plan=result.model_dump(mode="json", by_alias=True))
+        verdict = KINDS[kind].verdict(result)
+        assert store.finish(record.id, 1, JobState.finished, verdict=verdict, plan=result.model_dump(mode="json", by_alias=True))
         return record.id
 
 

@@ -14,7 +14,6 @@ import pytest
 
 import optsched
 from optsched.baselines import edf
-from optsched.infra.store import PlanState, ResourceKind, state_of
 from optsched.queueing import analyze
 from optsched.replan import replan
 from optsched.schema.catalog import sample_workload_path
@@ -61,7 +60,7 @@ def night_page(site):
     policy = optsched.plan_night if SAVE else edf
     night = policy(queue, start=START, hours=8)
     assert verify_timeline(queue, night) == []
-    return night, site.finished(ResourceKind.night, queue, night)
+    return night, site.finished("night", queue, night)
 
 
 def test_the_night_page_shows_every_job_where_and_when(site, browser, night_page, tmp_path):
@@ -166,7 +165,7 @@ def test_restarts_and_failed_devices_are_drawn_and_explained(site, browser):
     queue["failures"] = [{"device": "g", "count": 1, "at_hours": 1.0, "repair_hours": 1.5}]
     night = optsched.plan_night(queue, start=START, hours=8)
     assert verify_timeline(queue, night) == []
-    night_id = site.finished(ResourceKind.night, queue, night)
+    night_id = site.finished("night", queue, night)
     open_page(browser, f"{site.base}/night-plans/{night_id}", "night-timeline")
     down = browser.execute_script(
         "return Chart.getChart(document.getElementById('night-timeline')).data.datasets"
@@ -191,7 +190,7 @@ def test_the_plan_page_placement_chart(site, browser, tmp_path):
         data["options"] = {**data.get("options", {}), "time_limit_s": 1}
     plan = plan_checked(data)
     assert plan.feasible
-    plan_id = site.finished(ResourceKind.plan, data, plan)
+    plan_id = site.finished("plan", data, plan)
     open_page(browser, f"{site.base}/plans/{plan_id}", "plan-placement")
     assert console_errors(browser) == []
     drawn = chart_jobs(browser, "plan-placement")
@@ -235,7 +234,7 @@ def test_the_frontier_page_curve(site, browser, tmp_path):
         data = tiny_workload("frontier")
         frontier = optsched.frontier(data, budgets=[250, 300, 400, 500, 600])
     assert frontier.points
-    frontier_id = site.finished(ResourceKind.frontier, data, frontier)
+    frontier_id = site.finished("frontier", data, frontier)
     open_page(browser, f"{site.base}/frontiers/{frontier_id}", "frontier-curve")
     assert console_errors(browser) == []
     points = browser.execute_script(
@@ -274,7 +273,7 @@ def test_the_queueing_and_replan_pages_show_their_chart_and_tables_without_conso
     study = json.loads((Path(__file__).resolve().parents[2] / "models" / "studies" / "season.json").read_text())
     result = analyze(study)
     assert result.ok and result.front
-    study_id = site.finished(ResourceKind.queueing, study, result, params={"method": "analytic"}, state=PlanState.done)
+    study_id = site.finished("queueing", study, result, params={"method": "analytic"})
     browser.get(f"{site.base}/queueing-studies/{study_id}")
     image = browser.find_element(By.ID, "queueing-chart")
     WebDriverWait(browser, 20).until(lambda d: d.execute_script("return arguments[0].complete;", image))
@@ -285,14 +284,13 @@ def test_the_queueing_and_replan_pages_show_their_chart_and_tables_without_conso
     data = tiny_workload("replan")
     parent = optsched.plan(data)
     assert verify(data, parent) == []
-    parent_id = site.finished(ResourceKind.plan, data, parent)
+    parent_id = site.finished("plan", data, parent)
     used = next(a.device for p in parent.placements for a in p.allocations)
     change = {"device_failures": [{"device": used, "count": 1}]}
     moved = replan(data, parent.model_dump(mode="json"), change)
     assert verify(moved.workload.model_dump(mode="json", by_alias=True), moved.plan) == []
     document = {"workload": data, "plan": parent.model_dump(mode="json"), "change": change}
-    replan_id = site.finished(ResourceKind.replan, document, moved, params={"parent": parent_id},
-                              state=state_of(moved.plan.status))
+    replan_id = site.finished("replan", document, moved, params={"parent": parent_id})
     browser.get(f"{site.base}/replans/{replan_id}")
     assert browser.find_element(By.CSS_SELECTOR, "h1 a").get_attribute("href") == f"{site.base}/plans/{parent_id}"
     assert browser.find_element(By.ID, "moved").text == str(moved.moved)

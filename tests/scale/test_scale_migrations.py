@@ -13,7 +13,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 
 from optsched.infra.migrations import alembic_config, current_revision, head_revision
-from optsched.infra.store import PlanState, PlanStore, ResourceKind, metadata
+from optsched.infra.store import JobState, PlanStore, metadata
 from tests.api.helpers import tiny_workload
 
 pytestmark = pytest.mark.slow  # RQ workers on real Redis and PostgreSQL
@@ -53,7 +53,7 @@ def test_a_new_database_is_migrated_to_exactly_the_tables_of_the_store(fresh_url
         with store.engine.connect() as c:
             assert current_revision(c) == head_revision()
         record, _ = store.create(tiny_workload(), "key-1")
-        assert store.claim(record.id).status == PlanState.solving
+        assert store.claim(record.id).status == JobState.solving
         PlanStore(fresh_url).close()  # opening it again is a no-op upgrade
         assert store.get(record.id).attempts == 1
     finally:
@@ -78,7 +78,7 @@ def test_a_database_made_before_migrations_is_adopted_and_upgraded_keeping_its_r
     store = PlanStore(url)
     try:
         old = store.get("a")
-        assert old.status == PlanState.optimal and old.kind == ResourceKind.plan and old.params is None
+        assert old.outcome == "optimal" and old.kind == "plan" and old.params is None
         assert schema_difference(store.engine) == []
         assert "alembic_version" in inspect(store.engine).get_table_names()
     finally:

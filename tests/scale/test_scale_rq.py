@@ -23,7 +23,7 @@ from optsched.infra.rq.lease import Lease, LeaseHolder, hold
 from optsched.infra.rq.queue import RQQueue
 from optsched.infra.rq.sweep import sweep
 from optsched.infra.rq.worker import SolveWorker
-from optsched.infra.store import MAX_ATTEMPTS, PlanRecord, PlanState, PlanStore, plans
+from optsched.infra.store import MAX_ATTEMPTS, JobState, PlanRecord, PlanStore, plans
 from optsched.service.kinds import RUNNER, runner
 from optsched.testing.instances import generate
 from tests.api import fakes
@@ -172,7 +172,7 @@ def test_the_rq_job_timeout_above_the_time_limit_records_no_solution(private, mo
     run_burst_worker(queue.keys.queue_name)
 
     done = ctx.store.get(record.id)
-    assert done.status == PlanState.no_solution
+    assert done.outcome == "no_solution"
     assert "overran its time limit of 0.2 s" in done.error
     assert done.finished_at - done.started_at >= timedelta(seconds=0.9)
 
@@ -186,7 +186,7 @@ def test_a_solve_process_that_keeps_dying_is_retried_then_failed_with_the_reason
     run_burst_worker(queue.keys.queue_name)
 
     done = ctx.store.get(record.id)
-    assert done.status == PlanState.failed
+    assert done.status == JobState.failed
     assert done.attempts == MAX_ATTEMPTS
     assert f"interrupted {MAX_ATTEMPTS} times" in done.error and "solve process died (exit code 3)" in done.error
 
@@ -214,14 +214,14 @@ def test_the_sweep_requeues_rows_no_live_process_owns_and_leaves_live_claims_alo
 
     first = time.monotonic()
     assert sweep(ctx, clock=first) == 1  # the lost row; the unleased claims are only noted: one look proves no death
-    assert store.get(dead).status == PlanState.solving
+    assert store.get(dead).status == JobState.solving
     assert sweep(ctx, clock=first + LEASE_S) == 2  # still unleased a whole lease later: dead
 
-    assert store.get(dead).status == PlanState.queued
-    assert store.get(exhausted).status == PlanState.failed
+    assert store.get(dead).status == JobState.queued
+    assert store.get(exhausted).status == JobState.failed
     assert "interrupted 3 times" in store.get(exhausted).error and "lease" in store.get(exhausted).error
-    assert store.get(live).status == PlanState.solving
-    assert store.get(lost).status == PlanState.queued
+    assert store.get(live).status == JobState.solving
+    assert store.get(lost).status == JobState.queued
     waiting = set(keys.queue.get_job_ids())
     assert {job_id(dead, 1), job_id(lost, 0)} <= waiting
     assert sweep(ctx, clock=first + 2 * LEASE_S) == 0  # what it enqueued is carried now
@@ -247,7 +247,7 @@ def test_the_sweep_does_not_take_a_live_claim_for_dead_when_its_lease_renewal_co
 
     def still_its_claim() -> bool:  # (the sweep also adopts rows other tests left in the shared store)
         row = ctx.store.get(claimed.id)
-        return row.status == PlanState.solving and row.attempts == 1
+        return row.status == JobState.solving and row.attempts == 1
 
     first = time.monotonic()
     sweep(ctx, clock=first)  # no lease at this look: the live horse's renewal is late

@@ -20,7 +20,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from optsched.infra.availability import Availability
-from optsched.infra.store import DATABASE_OUTAGES, PlanState, PlanStore
+from optsched.infra.store import DATABASE_OUTAGES, JobState, PlanStore
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +142,7 @@ class LeaseHolder:
             self.database.failed(exc, f"checking the claim of plan {self.plan_id}")
             return False
         self.database.ok()
-        if row is None or row.status != PlanState.solving or row.attempts != self.lease.attempt:
+        if row is None or row.status != JobState.solving or row.attempts != self.lease.attempt:
             log.warning("plan %s is no longer this solve's claim (%s); stopping", self.plan_id,
                         row.status if row else "deleted")
             return True

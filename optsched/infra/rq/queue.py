@@ -21,7 +21,7 @@ from rq.serializers import JSONSerializer
 
 from optsched.infra.queue import QueueFull, Runner, poll_until_final
 from optsched.infra.rq.keys import DEFAULT_QUEUE_NAME, QUEUE_OUTAGES, Keys, job_id
-from optsched.infra.store import PlanRecord, PlanState, PlanStore
+from optsched.infra.store import JobState, PlanRecord, PlanStore
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class RQQueue:
         if self.queue_size is not None and self.keys.queue.count >= self.queue_size:
             raise QueueFull(self.queue_size, self._retry_after_s(self.queue_size))  # cheap early answer
         record = self.store.get(plan_id)
-        if record is None or record.status != PlanState.queued:
+        if record is None or record.status != JobState.queued:
             return
         if self.queue_size is None:
             self.keys.enqueue(record, self.runner.budget_s(record), self.grace_s)

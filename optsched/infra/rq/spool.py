@@ -19,7 +19,7 @@ from optsched.infra.queue import record_outcome
 from optsched.infra.rq.context import WorkerContext
 from optsched.infra.rq.keys import job_id
 from optsched.infra.rq.lease import Lease, hold
-from optsched.infra.store import DATABASE_OUTAGES, PlanState, PlanStore
+from optsched.infra.store import DATABASE_OUTAGES, JobState, PlanStore
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ class Answer:
     outcome: str
     payload: Any
 
-    def record(self, store: PlanStore) -> PlanState | None:
+    def record(self, store: PlanStore) -> JobState | None:
         """Write it onto its claim: the state written, or None when the claim is no longer current."""
         if self.outcome == OVERRUN:
             return store.finish_overrun(self.plan_id, self.attempt, self.payload)
@@ -131,7 +131,7 @@ def hold_spooled(ctx: WorkerContext, spool: Spool) -> int:
     return len(entries)
 
 
-def deliver(ctx: WorkerContext, answer: Answer, database: Availability) -> PlanState | None | Path:
+def deliver(ctx: WorkerContext, answer: Answer, database: Availability) -> JobState | None | Path:
     """Write a finished solve's answer to the store, retrying while the database does not answer; after
     `ctx.result_retry_s`, spool it (the path returned). A database outage never costs a solve."""
     try:

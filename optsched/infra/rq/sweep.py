@@ -29,7 +29,7 @@ from optsched.infra.availability import Availability
 from optsched.infra.rq.context import WorkerContext
 from optsched.infra.rq.keys import QUEUE_OUTAGES, job_id, plan_id_of
 from optsched.infra.rq.spool import Spool, hold_spooled
-from optsched.infra.store import DATABASE_OUTAGES, MAX_ATTEMPTS, PlanRecord, PlanState
+from optsched.infra.store import DATABASE_OUTAGES, MAX_ATTEMPTS, JobState, PlanRecord
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def recover(ctx: WorkerContext, record: PlanRecord, reason: str) -> None:
     """A claim whose solve stopped: requeue it for another worker, or fail it after MAX_ATTEMPTS claims."""
     if record.attempts >= MAX_ATTEMPTS:
         error = f"the solve was interrupted {record.attempts} times, last because {reason}; not retried"
-        if ctx.store.finish(record.id, record.attempts, PlanState.failed, error=error):
+        if ctx.store.finish(record.id, record.attempts, JobState.failed, error=error):
             log.error("plan %s failed: %s", record.id, error)
         return
     if ctx.store.requeue(record.id, record.attempts):
@@ -88,14 +88,14 @@ def sweep(ctx: WorkerContext, *, clock: float | None = None) -> int:
     ctx.unleased.keep_only(unleased)
     waiting = {plan_id_of(i) for i in ctx.keys.queue.get_job_ids()}
     in_flight = ctx.keys.in_flight()
-    for plan_id in ctx.store.ids_with_state(PlanState.queued):
+    for plan_id in ctx.store.ids_with_state(JobState.queued):
         if plan_id in waiting:
             continue
         taken = in_flight.get(plan_id)
         if taken is not None and ctx.in_flight.seen_for(taken[0], clock) < ctx.lease_s:
             continue  # a worker is taking it (or was, moments ago)
         record = ctx.store.get(plan_id)
-        if record is None or record.status != PlanState.queued or record.submitted_at > now - settle:
+        if record is None or record.status != JobState.queued or record.submitted_at > now - settle:
             continue
         if taken is None:
             log.warning("plan %s was queued in the store but not in RQ; enqueued", plan_id)

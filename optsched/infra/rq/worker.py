@@ -37,7 +37,7 @@ from optsched.infra.rq.job import OverrunPenalty
 from optsched.infra.rq.keys import QUEUE_OUTAGES, claim_of, plan_id_of
 from optsched.infra.rq.lease import EXIT_ORPHANED, ORPHAN_POLL_S
 from optsched.infra.rq.sweep import housekeeping, recover
-from optsched.infra.store import DATABASE_OUTAGES, PlanState, PlanStore
+from optsched.infra.store import DATABASE_OUTAGES, JobState, PlanStore
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +199,7 @@ class SolveWorker(Worker):
             return  # not one of ours
         try:
             record = ctx.store.get(plan_id)
-            if record is None or record.status != PlanState.solving or record.attempts != attempt:
+            if record is None or record.status != JobState.solving or record.attempts != attempt:
                 return  # it never claimed, or stopped itself after losing its claim: nothing of ours to recover
             self._quietly(lambda: ctx.keys.redis.delete(ctx.keys.lease_key(plan_id)), "deleting a lease")
             elapsed = (job.ended_at - job.started_at).total_seconds() if job.started_at and job.ended_at else 0.0
