@@ -81,7 +81,8 @@ _CHART_SIZES: dict[str, Callable[[Any], tuple[int, int]]] = {
 }
 
 
-# Where each limit shows in the OpenAPI document: (schema, property, keyword, setting).
+# Where each limit shows in the OpenAPI document: (schema, property, keyword, setting); the kinds' own are added
+# from their specs when the document is finished.
 _PUBLISHED = (
     ("Workload", "jobs", "maxItems", "MAX_JOBS"),
     ("NightQueue", "jobs", "maxItems", "MAX_JOBS"),
@@ -91,7 +92,6 @@ _PUBLISHED = (
     ("DeviceGroup", "count", "maximum", "MAX_DEVICES"),
     ("DeviceFailure", "count", "maximum", "MAX_DEVICES"),
     ("Options", "time_limit_s", "maximum", "MAX_TIME_LIMIT_S"),
-    *((x.model, x.field, x.keyword, x.setting) for spec in KINDS.values() for x in spec.limits),
     ("Plan", "placements", "maxItems", "MAX_JOBS"),
 )
 
@@ -99,7 +99,8 @@ _PUBLISHED = (
 def publish_limits(spec: dict[str, Any], config: Any) -> None:
     """Write this server's limits into the request schemas of `spec` (in place), tightening what the models say."""
     schemas = spec.get("components", {}).get("schemas", {})
-    for schema, prop, keyword, setting in _PUBLISHED:
+    kinds_own = ((x.model, x.field, x.keyword, x.setting) for spec in KINDS.values() for x in spec.limits)
+    for schema, prop, keyword, setting in (*_PUBLISHED, *kinds_own):
         target = schemas.get(schema, {}).get("properties", {}).get(prop)
         if target is None:
             continue

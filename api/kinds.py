@@ -30,12 +30,12 @@ from api.resources import (
     v1_blueprint,
 )
 from api.schemas import (
-    SUMMARIES,
     AsyncSubmitHeaders,
     SubmitHeaders,
     list_models,
     parent_path_model,
     path_model,
+    summary_model,
 )
 from api.services import services
 from optsched.infra.store import PlanRecord
@@ -110,7 +110,7 @@ def _add_submit(bp: APIBlueprint, spec: KindSpec) -> None:
 
 def _add_list(bp: APIBlueprint, spec: KindSpec) -> None:
     query_model, page_model = list_models(spec)
-    summary = SUMMARIES[spec.name]
+    summary = summary_model(spec)
 
     def list_page(query: Any) -> dict[str, Any]:
         status = query.status.value if query.status is not None else None

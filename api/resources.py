@@ -16,7 +16,7 @@ from flask_openapi3 import APIBlueprint, Tag
 from api.costs import chart_size, check_chart
 from api.errors import ApiProblem, problem_doc
 from api.guards import UNAUTHORIZED, V1_SECURITY, arrival, require_json_body, require_token
-from api.schemas import RESOURCES
+from api.schemas import resource_model
 from api.services import services
 from optsched.infra.store import PlanRecord
 from optsched.service import resources
@@ -67,7 +67,7 @@ def submit_responses(
 
 def get_responses(spec: KindSpec) -> dict[int, Any]:
     """The answers of a GET of one resource."""
-    return {200: RESOURCES[spec.name], 401: problem_doc(UNAUTHORIZED), 404: problem_doc(f"No {spec.noun} with this id.")}
+    return {200: resource_model(spec), 401: problem_doc(UNAUTHORIZED), 404: problem_doc(f"No {spec.noun} with this id.")}
 
 
 def delete_responses(spec: KindSpec) -> dict[int, Any]:
@@ -80,7 +80,7 @@ def resource_doc(spec: KindSpec, description: str) -> dict[str, Any]:
     return {
         "description": description,
         "headers": {"Location": {"description": f"URL of the {spec.noun}.", "schema": {"type": "string"}}},
-        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{RESOURCES[spec.name].__name__}"}}},
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{resource_model(spec).__name__}"}}},
     }
 
 
@@ -130,7 +130,7 @@ def record_or_404(spec: KindSpec, resource_id: str) -> PlanRecord:
 
 
 def resource_response(spec: KindSpec, record: PlanRecord, status: int) -> Response:
-    body = RESOURCES[spec.name].of(record).model_dump(mode="json", by_alias=True)
+    body = resource_model(spec).of(record).model_dump(mode="json", by_alias=True)
     response = current_app.response_class(json.dumps(body), status=status, mimetype="application/json")
     response.headers["Location"] = spec.location(record.id)
     return response
@@ -158,7 +158,7 @@ def chart_response(spec: KindSpec, resource_id: str, chart: Chart, name: str | N
             409,
             f"the {spec.noun} is {record.outcome}; its {name} exists once it is done (poll {spec.location(record.id)})",
         )
-    document = getattr(RESOURCES[spec.name].of(record), spec.result_field)
+    document = getattr(resource_model(spec).of(record), spec.result_field)
     if document is None:
         why = f"it ended {record.outcome}" + (f" ({record.error})" if record.error else "")
     else:

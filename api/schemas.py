@@ -127,7 +127,7 @@ def parent_path_model(spec: KindSpec) -> type[BaseModel]:
 
 def list_models(spec: KindSpec) -> tuple[type[BaseModel], type[BaseModel]]:
     """(query, page) of a listed kind's GET /v1/<collection>."""
-    summary = SUMMARIES[spec.name]
+    summary = summary_model(spec)
     status_type: Any = summary.model_fields["status"].annotation
     query = create_model(  # type: ignore[call-overload]
         f"{spec.camel}ListQuery", __module__=__name__,
@@ -143,10 +143,21 @@ def list_models(spec: KindSpec) -> tuple[type[BaseModel], type[BaseModel]]:
     return query, page
 
 
-_MODELS = {name: _resource_models(spec) for name, spec in KINDS.items()}
-# Every kind's resource model and summary model, by kind name.
-RESOURCES: dict[str, type[Resource]] = {name: models[0] for name, models in _MODELS.items()}
-SUMMARIES: dict[str, type[Resource]] = {name: models[1] for name, models in _MODELS.items()}
+# (resource, summary) models by kind name, made once per kind: the OpenAPI document names each model once.
+_MODELS: dict[str, tuple[type[Resource], type[Resource]]] = {}
+
+
+def resource_model(spec: KindSpec) -> type[Resource]:
+    """The kind's resource: `<Camel>Resource`, the timestamps, its status and its result."""
+    if spec.name not in _MODELS:
+        _MODELS[spec.name] = _resource_models(spec)
+    return _MODELS[spec.name][0]
+
+
+def summary_model(spec: KindSpec) -> type[Resource]:
+    """The kind's resource without its result (`<Camel>Summary`, in listings)."""
+    resource_model(spec)
+    return _MODELS[spec.name][1]
 
 
 class VerifyRequest(BaseModel):

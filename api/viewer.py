@@ -30,7 +30,7 @@ from werkzeug.security import safe_join
 from api.guards import bearer_matches
 from api.pages import frontier_chart, night_view, plan_chart
 from api.resources import chart_response
-from api.schemas import RESOURCES
+from api.schemas import resource_model
 from api.services import services
 from optsched.charts import placement_png
 from optsched.infra.store import InvalidCursor, PlanRecord
@@ -225,7 +225,7 @@ def _resource_or_404(spec: KindSpec, resource_id: str) -> tuple[PlanRecord | Non
     record = services().store.get(resource_id, kind=spec.name)
     if record is None:
         return None, _page(404, "error.html", message=f"There is no {spec.noun} with id {resource_id!r}.")
-    return record, RESOURCES[spec.name].of(record)
+    return record, resource_model(spec).of(record)
 
 
 def _common(record: PlanRecord, spec: KindSpec) -> dict[str, Any]:
@@ -300,4 +300,8 @@ def _asset_url(filename: str) -> str:
 
 @bp.app_template_global("page_url")
 def _page_url(record: PlanRecord) -> str:
-    return url_for(f"viewer.{record.kind}_page", **{KINDS[record.kind].id_param: record.id})
+    spec = KINDS.get(record.kind)
+    endpoint = f"viewer.{record.kind}_page"
+    if spec is None or endpoint not in current_app.view_functions:
+        return spec.location(record.id) if spec is not None else url_for("viewer.index")
+    return url_for(endpoint, **{spec.id_param: record.id})

@@ -24,6 +24,16 @@ KINDS: dict[str, KindSpec] = {
 }
 
 
+def register(spec: KindSpec) -> KindSpec:
+    """Add a kind (a test's, or a plugin's) to the registry; its name, collection and camel name must be new."""
+    taken = [other.name for other in KINDS.values() if {spec.name, spec.collection, spec.camel} & {
+        other.name, other.collection, other.camel}]
+    if taken:
+        raise ValueError(f"kind {spec.name!r} clashes with the registered kind(s) {', '.join(taken)}")
+    KINDS[spec.name] = spec
+    return spec
+
+
 def kind(name: str) -> KindSpec:
     """The kind of this name (KeyError names the kinds there are)."""
     try:
@@ -79,4 +89,4 @@ def runner(solve: SolveFunction = solve_task) -> Runner:
 
 RUNNER = runner()
 
-__all__ = ["KINDS", "RUNNER", "KindSpec", "budget_s", "kind", "runner", "solve_task", "statuses_of"]
+__all__ = ["KINDS", "RUNNER", "KindSpec", "budget_s", "kind", "register", "runner", "solve_task", "statuses_of"]

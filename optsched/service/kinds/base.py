@@ -98,7 +98,7 @@ class KindSpec:
     - `solve` runs in a worker and returns the result; `verdict(result)` is the kind's word on it (its final
       status: optimal, met, done, ...), one of `verdicts`; `budget_s(document, params)` bounds its wall time (the
       solve is killed past it plus the grace period);
-    - `charts` are the PNGs it offers, `page` the viewer's template;
+    - `charts` are the PNGs it offers, `page` the viewer's template (None: the viewer links to its JSON);
     - `parent`: the kind whose finished resource a POST starts from (`/v1/<parent>/<id>/<collection>`), if any;
       `sync`: the POST waits up to OPTSCHED_SYNC_WAIT_S for the solve (201) and honours `Prefer: respond-async`;
       `listed`: `GET /v1/<collection>` lists them; `limits`: the settings published on its request's fields.
@@ -118,7 +118,7 @@ class KindSpec:
     budget_s: Budget
     prepare: Prepare
     texts: Texts
-    page: str
+    page: str | None
     charts: tuple[Chart, ...] = ()
     parent: str | None = None
     sync: bool = False
