@@ -45,7 +45,7 @@ class _OpenAPI(OpenAPI):
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
-    """The service; settings come from OPTSCHED_* variables, overridden by `config` (see optsched/service/settings.py)."""
+    """The service; settings come from OPTSCHED_* variables, overridden by `config` (optsched/service/settings.py)."""
     settings = load_settings(config)
     app = _OpenAPI(
         __name__,

@@ -17,6 +17,8 @@ import signal
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
+from optsched.service.settings import load_settings
+
 WRITES = ("INSERT", "UPDATE", "DELETE")
 
 
@@ -49,7 +51,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--threads", type=int, default=8)
     args = parser.parse_args()
-    spec = os.environ.get("OPTSCHED_TEST_KILL_AT")
+    spec = load_settings()["TEST_KILL_AT"]
     if spec:
         install(spec)
     from api.serve import serve

@@ -67,7 +67,9 @@ def submit_responses(
 
 def get_responses(spec: KindSpec) -> dict[int, Any]:
     """The answers of a GET of one resource."""
-    return {200: resource_model(spec), 401: problem_doc(UNAUTHORIZED), 404: problem_doc(f"No {spec.noun} with this id.")}
+    return {
+        200: resource_model(spec), 401: problem_doc(UNAUTHORIZED), 404: problem_doc(f"No {spec.noun} with this id.")
+    }
 
 
 def delete_responses(spec: KindSpec) -> dict[int, Any]:

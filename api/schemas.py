@@ -27,6 +27,7 @@ def _count(value: Any) -> Any:
 
 
 QueryCount = Annotated[int, BeforeValidator(_count), Field(strict=True)]
+_ID_DESCRIPTION = "id, as returned in `id` and `Location`."
 
 
 class SubmitHeaders(BaseModel):
@@ -112,7 +113,7 @@ def path_model(spec: KindSpec) -> type[BaseModel]:
     """The id in a kind's URLs."""
     return create_model(  # type: ignore[no-any-return]
         f"{spec.camel}Path", __module__=__name__,
-        **{spec.id_param: (str, Field(description=f"{spec.noun.capitalize()} id, as returned in `id` and `Location`."))},
+        **{spec.id_param: (str, Field(description=f"{spec.noun.capitalize()} {_ID_DESCRIPTION}"))},
     )
 
 
@@ -132,7 +133,9 @@ def list_models(spec: KindSpec) -> tuple[type[BaseModel], type[BaseModel]]:
     query = create_model(  # type: ignore[call-overload]
         f"{spec.camel}ListQuery", __module__=__name__,
         limit=(QueryCount, Field(default=20, ge=1, le=100, description=f"{spec.noun.capitalize()}s per page.")),
-        cursor=(str | None, Field(default=None, pattern=CURSOR_PATTERN, description="`next_cursor` of the previous page.")),
+        cursor=(
+            str | None, Field(default=None, pattern=CURSOR_PATTERN, description="`next_cursor` of the previous page.")
+        ),
         status=(status_type | None, Field(default=None, description=f"Only {spec.noun}s in this status.")),
     )
     page = create_model(  # type: ignore[call-overload]

@@ -43,7 +43,7 @@ from waitress.server import TcpWSGIServer
 from waitress.task import ErrorTask, ThreadedTaskDispatcher
 from waitress.utilities import Error
 
-from optsched.service.settings import load_settings
+from optsched.service.settings import given_in_environment, load_settings
 
 log = logging.getLogger("optsched.serve")
 access_log = logging.getLogger("optsched.access")
@@ -241,7 +241,7 @@ def serve(
 ) -> None:
     """Serve until SIGTERM or SIGINT; `workers` solver processes (None: OPTSCHED_WORKERS, else one per core)."""
     app_config: dict[str, Any] = {} if workers is None else {"WORKERS": workers}
-    if not os.environ.get("OPTSCHED_SYNC_WAIT_SLOTS"):
+    if "SYNC_WAIT_SLOTS" not in given_in_environment():
         app_config["SYNC_WAIT_SLOTS"] = max(1, threads // 2)  # half the threads stay free for /healthz and reads
     settings = load_settings(app_config)  # a bad OPTSCHED_* variable fails here, before anything starts
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stdout)

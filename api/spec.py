@@ -37,7 +37,7 @@ def finish_spec(spec: dict[str, Any], config: Mapping[str, Any]) -> None:
     """Finish `spec` (in place) for a server with `config` (see the module docstring)."""
     token = config.get("API_TOKEN")
     operations = [(path, method, op) for path, item in spec["paths"].items() for method, op in item.items()]
-    for path, method, op in operations:
+    for path, _method, op in operations:
         responses = op.setdefault("responses", {})
         if path.startswith("/v1/"):
             requirement = security_requirement(token)

@@ -323,14 +323,13 @@ def batch_command(
 ) -> None:
     """Plan many workloads: exit 0 when every one has a feasible plan, 1 otherwise (or unfinished), 2 for invalid
     input."""
-    import os
 
     from redis.exceptions import RedisError
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from sqlalchemy.exc import OperationalError
 
     from optsched.service.batch import InvalidBatch, open_backend, read_inputs, run_batch
-    from optsched.service.settings import ConfigError, load_settings
+    from optsched.service.settings import ConfigError, given_in_environment, load_settings
 
     unreachable = (RedisError, OperationalError)
 
@@ -338,7 +337,7 @@ def batch_command(
         settings = load_settings()
         inputs = read_inputs(paths)
         backend = open_backend(out, queue_url=settings["QUEUE_URL"], queue_name=settings["QUEUE_NAME"],
-                               database_url=os.environ.get("OPTSCHED_DATABASE_URL") or None, workers=workers,
+                               database_url=settings["DATABASE_URL"] if "DATABASE_URL" in given_in_environment() else None, workers=workers,
                                grace_s=settings["SOLVE_GRACE_S"], solver_threads=settings["SOLVER_THREADS"])
     except InvalidBatch as exc:
         stderr.print(f"[bold red]invalid batch[/] ({len(exc.problems)} problem(s)); nothing was submitted:",

@@ -29,7 +29,9 @@ class Settings(BaseSettings):
         DEFAULT_MAX_VARIABLES, ge=1,
         description="Largest placement model a request may ask for: jobs x device groups x power levels (422 above).",
     )
-    SYNC_WAIT_S: float = Field(2.0, ge=0, description="How long POST /v1/plans waits for the solve before answering 202.")
+    SYNC_WAIT_S: float = Field(
+        2.0, ge=0, description="How long POST /v1/plans waits for the solve before answering 202."
+    )
     SYNC_WAIT_SLOTS: int = Field(
         16, ge=1, description="POSTs that may wait for their solve at once; the others answer 202 at once."
     )
@@ -56,7 +58,8 @@ class Settings(BaseSettings):
     MAX_NIGHT_HOURS: float = Field(168.0, gt=0, le=8_760, description="Longest night a request may plan, in hours.")
     MAX_BUDGETS: int = Field(50, ge=1, le=1_000, description="Budgets one frontier request may list.")
     MAX_TIME_LIMIT_S: float = Field(
-        300.0, gt=0, le=86_400, description="Largest options.time_limit_s a request may ask for, in seconds (422 above)."
+        300.0, gt=0, le=86_400,
+        description="Largest options.time_limit_s a request may ask for, in seconds (422 above).",
     )
     MAX_SOLVE_S: float = Field(
         3_600.0, gt=0,
@@ -73,6 +76,19 @@ class Settings(BaseSettings):
         30.0, ge=0, description="A DELETE this soon after a cancel answers 200 `cancelled` again instead of deleting.",
     )
     VIEWER_SESSION_S: int = Field(8 * 3600, ge=60, description="Lifetime of the viewer's login cookie, in seconds.")
+    # Diagnostics and tests.
+    HIGHS_LOG: bool = Field(False, description="Print HiGHS's own solver log on stdout (debugging only).")
+    TEST_KILL_AT: str | None = Field(
+        None,
+        description="Tests only (api/failpoints.py): kill the server at its Nth database commit or write "
+        "(`commit:N`, `write:N`).",
+    )
+
+
+def given_in_environment(environ: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The settings set (non-empty) by OPTSCHED_* variables, as opposed to their defaults."""
+    environ = os.environ if environ is None else environ
+    return frozenset(name for name in Settings.model_fields if environ.get(PREFIX + name) not in (None, ""))
 
 
 class ConfigError(ValueError):
@@ -82,11 +98,7 @@ class ConfigError(ValueError):
 def load_settings(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> dict:
     """Every setting: its default, else OPTSCHED_<KEY> from the environment, else the override."""
     environ = os.environ if environ is None else environ
-    given = {
-        name: environ[PREFIX + name]
-        for name in Settings.model_fields
-        if environ.get(PREFIX + name) not in (None, "")
-    }
+    given = {name: environ[PREFIX + name] for name in given_in_environment(environ)}
     try:
         # Values come from `environ` only (init arguments), so a test's mapping is never mixed with os.environ.
         settings = Settings() if environ is os.environ else Settings.model_validate(given)

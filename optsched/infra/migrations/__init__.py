@@ -9,15 +9,14 @@ sees the schema already at head and retries.
 A database made before migrations existed (optsched 0.1 created `plans` directly) has no `alembic_version`: it is
 stamped at the revision its columns match, then upgraded.
 
-Maintainers: `python -m optsched.infra.migrations revision --autogenerate -m "what changed"` (against
+Maintainers: `python -m optsched.service.migrate revision --autogenerate -m "what changed"` (against
 OPTSCHED_DATABASE_URL, by default the SQLite file) writes a new revision from the difference between
-`optsched.infra.store.metadata` and the database; `python -m optsched.infra.migrations history` lists them.
+`optsched.infra.store.metadata` and the database; `python -m optsched.service.migrate history` lists them.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 from alembic import command
@@ -87,12 +86,11 @@ def _stamp_unversioned(connection: Connection, config: Config) -> None:
     command.stamp(config, revision)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """`python -m optsched.infra.migrations <alembic command>` against OPTSCHED_DATABASE_URL."""
+def main(url: str, argv: list[str] | None = None) -> None:
+    """Run an Alembic command line (`revision`, `history`, `upgrade head`, ...) against the database at `url`;
+    `python -m optsched.service.migrate` runs it against OPTSCHED_DATABASE_URL."""
     from alembic.config import CommandLine
 
-    from optsched.infra.tables import DEFAULT_DATABASE_URL
-
-    cli = CommandLine(prog="python -m optsched.infra.migrations")
+    cli = CommandLine(prog="python -m optsched.service.migrate")
     options = cli.parser.parse_args(argv)
-    cli.run_cmd(alembic_config(url=os.environ.get("OPTSCHED_DATABASE_URL", DEFAULT_DATABASE_URL)), options)
+    cli.run_cmd(alembic_config(url=url), options)

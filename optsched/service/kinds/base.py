@@ -143,7 +143,8 @@ def check_at_most(value: float, settings: Mapping[str, Any], setting: str, path:
     """InvalidWorkload at `path` when `value` is above the setting OPTSCHED_<setting>."""
     limit = settings[setting]
     if value > limit:
-        raise InvalidWorkload([FieldError(path, f"{value:,g} {what}, above the limit of {limit:,g} (OPTSCHED_{setting})")])
+        message = f"{value:,g} {what}, above the limit of {limit:,g} (OPTSCHED_{setting})"
+        raise InvalidWorkload([FieldError(path, message)])
 
 
 def check_solve_budget(
@@ -165,7 +166,9 @@ def check_solve_budget(
 def under(path: str, errors: list[FieldError], keep: tuple[str, ...] = ()) -> list[FieldError]:
     """The errors with their paths moved under `path` (the request field holding the document), except those
     whose first segment is one of `keep` (the request's own arguments)."""
-    return [
-        e if e.path.split(".")[0].split("[")[0] in keep else FieldError(f"{path}.{e.path}" if e.path else path, e.message)
-        for e in errors
-    ]
+    def moved(e: FieldError) -> FieldError:
+        if e.path.split(".")[0].split("[")[0] in keep:
+            return e
+        return FieldError(f"{path}.{e.path}" if e.path else path, e.message)
+
+    return [moved(e) for e in errors]

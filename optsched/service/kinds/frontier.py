@@ -116,7 +116,8 @@ SPEC = KindSpec(
         get_description="The frontier resource: status, timestamps and, once done, the points, knee and saturation.",
         delete_description="A queued or solving frontier is cancelled (its sweep is stopped): 200 with the resource, "
         "status `cancelled`. A finished one is deleted: 204.",
-        resource_description="A submitted frontier: its status, the scheduling timestamps and, once there is one, the frontier.",
+        resource_description="A submitted frontier: its status, the scheduling timestamps and, once there is one, "
+        "the frontier.",
         status_description="queued and solving are transient; done: a curve; infeasible: no curve (see "
         "frontier.reason).",
         result_description="The frontier; null until the sweep ends.",

@@ -181,7 +181,8 @@ SPEC = KindSpec(
         get_description="The night plan resource: status, timestamps and, once done, the timeline with its summary.",
         delete_description="A queued or solving night plan is cancelled (its solve is stopped): 200 with the "
         "resource, status `cancelled`. A finished one is deleted: 204.",
-        resource_description="A submitted night plan: its status, the scheduling timestamps and, once there is one, the timeline.",
+        resource_description="A submitted night plan: its status, the scheduling timestamps and, once there is "
+        "one, the timeline.",
         status_description="queued and solving are transient; met/missed are the night plan's own verdict.",
         result_description="The timeline and its summary (timeline.json + summary.json); null until done.",
     ),

@@ -18,7 +18,9 @@ from optsched.solve.options import SolveOptions
 
 def solve(task: SolveTask) -> Plan:
     """One solve; each improved plan is reported while it runs, so a killed solve keeps its incumbent."""
-    options = SolveOptions(threads=task.threads, on_incumbent=lambda best: report_incumbent(best.model_dump(mode="json")))
+    options = SolveOptions(
+        threads=task.threads, on_incumbent=lambda best: report_incumbent(best.model_dump(mode="json"))
+    )
     return plan(task.workload, options=options)
 
 
@@ -67,7 +69,8 @@ SPEC = KindSpec(
         "the plan.",
         delete_description="A queued or solving plan is cancelled (its solve is stopped): 200 with the resource, "
         "status `cancelled`. A finished plan is deleted: 204.",
-        resource_description="A submitted plan: its status, the scheduling timestamps, and the plan once there is one.",
+        resource_description="A submitted plan: its status, the scheduling timestamps, and the plan once there is "
+        "one.",
         status_description="queued and solving are transient; the others are final.",
         result_description="The plan. While solving: the best plan so far (status `time_limit`, with its bound and "
         "gap), or null before the first; null if it failed.",

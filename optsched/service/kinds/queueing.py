@@ -21,13 +21,18 @@ QUEUEING_SIMULATION_BUDGET_S = 300.0
 
 
 class QueueingStudyRequest(BaseModel):
-    """`optsched.queueing.analyze(study, method=..., seed=...)` as a request body (the study format is in the README)."""
+    """`optsched.queueing.analyze(study, method=..., seed=...)` as a request body (the study format is in the \
+README)."""
 
     model_config = ConfigDict(extra="forbid")
 
     study: dict[str, Any] = Field(description="The study document (validated in full, errors name `study.<path>`).")
-    method: Method = Field(default=Method.analytic, description="analytic (closed forms / approximation) or simulation.")
-    seed: int = Field(default=0, ge=0, le=2**31 - 1, strict=True, description="Seed of the simulation's random streams.")
+    method: Method = Field(
+        default=Method.analytic, description="analytic (closed forms / approximation) or simulation."
+    )
+    seed: int = Field(
+        default=0, ge=0, le=2**31 - 1, strict=True, description="Seed of the simulation's random streams."
+    )
 
     def params(self) -> Document:
         return {"method": self.method.value, "seed": self.seed}
@@ -104,7 +109,8 @@ SPEC = KindSpec(
         "power, the caps and the Pareto front.",
         delete_description="A queued or running study is cancelled: 200 with the resource, status `cancelled`. A "
         "finished one is deleted: 204.",
-        resource_description="A submitted queueing study: its status, the scheduling timestamps and, once done, the result.",
+        resource_description="A submitted queueing study: its status, the scheduling timestamps and, once done, "
+        "the result.",
         status_description="queued and solving are transient; done: stable and meets its targets; infeasible: "
         "unstable or no caps meet the targets (result.reason says why).",
         result_description="The study's result; null until it is analysed.",

@@ -70,8 +70,9 @@ SPEC = KindSpec(
         "it against `replan.workload`, the changed workload) with the changes job by job and the restart hours.",
         delete_description="A queued or solving re-plan is cancelled: 200 with the resource. A finished one is "
         "deleted: 204.",
-        resource_description="A re-plan of a finished plan after a change: its status, timestamps and, once solved, the new plan with\n"
-        "the changes job by job (kept, recapped, resized, moved, started, stopped, and why).",
+        resource_description="A re-plan of a finished plan after a change: its status, timestamps and, once "
+        "solved, the new plan with\nthe changes job by job (kept, recapped, resized, moved, started, stopped, and "
+        "why).",
         status_description="queued and solving are transient; the others are the new plan's status.",
         result_description="The new plan and its changes; null until solved.",
         parent_description="Id of the plan to re-plan (its parent).",

@@ -1,3 +1,0 @@
-from optsched.infra.migrations import main
-
-main()
