@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 SYSTEM_STAMP := $(VENV)/.system-packages
 
-.PHONY: install system-packages plan serve night test test-fast test-durations test-busy architecture lint docs bench bench-large clean
+.PHONY: install system-packages plan serve night test test-fast test-durations test-busy architecture lint docs bench bench-large clean config-reference
 
 install: $(STAMP)
 
@@ -78,3 +78,7 @@ bench-large: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .grimp_cache build plans var
+
+# The configuration reference, generated from optsched/service/settings.py (tests/test_settings_reference.py checks it).
+config-reference: install
+	$(BIN)/python -m optsched.service.settings_reference docs/operations/configuration.md

@@ -65,8 +65,8 @@ class Settings(BaseSettings):
         3_600.0, gt=0,
         description="Worst-case solver time one request may hold a worker: time limit x solves it may run (422 above).",
     )
-    MAX_CHART_ROWS: int = Field(400, ge=1, description="Rows (devices, jobs) a chart may draw; larger ones are 404.")
-    MAX_CHART_BARS: int = Field(20_000, ge=1, description="Bars a chart may draw; larger ones are 404 (use the JSON).")
+    MAX_CHART_ROWS: int = Field(400, ge=1, description="Rows (devices, jobs) a chart may draw; larger ones are 409.")
+    MAX_CHART_BARS: int = Field(20_000, ge=1, description="Bars a chart may draw; larger ones are 409 (use the JSON).")
     # The HTTP server (api/serve.py): request reading apart from the application threads.
     READ_TIMEOUT_S: float = Field(
         20.0, gt=0, description="Seconds a client has to send a whole request (408 after); also the idle keep-alive."
