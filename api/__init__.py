@@ -64,7 +64,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = int(settings["MAX_BODY_MB"] * 2**20)
     app.before_request(note_arrival)
     app.before_request(require_v1_token)  # before routing's 404/405: an unknown /v1 URL is a 401 too
-    app.json.sort_keys = False
+    app.json.sort_keys = False  # type: ignore[attr-defined]  # Flask types app.json as the JSONProvider base
 
     store = PlanStore(settings["DATABASE_URL"])
     queue = open_queue(store, settings)

@@ -17,7 +17,9 @@ from optsched.schema.limits import check_document, json_path
 # Documented on every /v1 operation; the empty alternative says the token is optional unless configured.
 V1_SECURITY: list[dict[str, list[str]]] = [{"bearerAuth": []}, {}]
 UNAUTHORIZED = "Missing or wrong bearer token (only when OPTSCHED_API_TOKEN is set)."
-BEARER_SCHEME = {"bearerAuth": {"type": "http", "scheme": "bearer", "description": "OPTSCHED_API_TOKEN, when set."}}
+BEARER_SCHEME: dict[str, Any] = {
+    "bearerAuth": {"type": "http", "scheme": "bearer", "description": "OPTSCHED_API_TOKEN, when set."}
+}
 
 
 def security_requirement(token: str | None) -> list[dict[str, list[str]]]:

@@ -15,6 +15,7 @@ from flask_openapi3 import APIBlueprint
 from api.errors import problem_doc
 from api.guards import UNAUTHORIZED
 from api.resources import (
+    Responses,
     accepted,
     cancel_or_delete,
     chart_response,
@@ -77,7 +78,7 @@ def kind_blueprint(spec: KindSpec) -> APIBlueprint:
 def _add_submit(bp: APIBlueprint, spec: KindSpec) -> None:
     """POST: the kind's `prepare` checks the request, then store and queue; a `sync` kind waits a little (201)."""
     texts = spec.texts
-    more: dict[int, Any] = {status: problem_doc(text) for status, text in texts.submit_problems.items()}
+    more: Responses = {status: problem_doc(text) for status, text in texts.submit_problems.items()}
     if spec.sync:
         more[201] = resource_doc(spec, f"The solve finished within OPTSCHED_SYNC_WAIT_S: the finished {spec.noun}.")
         more[202] = resource_doc(spec, "Accepted and queued or solving; poll `Location` until `status` is final.")
@@ -118,7 +119,7 @@ def _add_list(bp: APIBlueprint, spec: KindSpec) -> None:
             services().store, spec, limit=query.limit, cursor=query.cursor, status=status
         )
         page = page_model(items=[summary.of(r) for r in records], next_cursor=next_cursor)
-        return page.model_dump(mode="json")  # type: ignore[no-any-return]
+        return page.model_dump(mode="json")
 
     bp.get(f"/{spec.collection}", operation_id=f"list{spec.camel}s", summary=f"List {spec.noun}s, newest first",
            description=f"{spec.noun.capitalize()} summaries (without the {spec.noun}), newest first; pass "
@@ -137,7 +138,7 @@ def _add_chart(bp: APIBlueprint, spec: KindSpec, chart: Chart, path: type[Any]) 
     name = chart.file.removesuffix(".png")
     bp.get(f"/{spec.collection}/<{spec.id_param}>/{chart.file}", operation_id=f"get{spec.camel}{chart.operation}",
            summary=chart.summary, description=chart.description,
-           responses={200: png_doc(chart.what), **chart_responses(spec)})(
+           responses={**chart_responses(spec), 200: png_doc(chart.what)})(
         _view(get_chart, f"get_{spec.name}_{name}", path=path))
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from calendar import timegm
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, overload
 
 from optsched.explain.frontier import Frontier
 from optsched.schema.night import JobTimeline, NightEvent, NightPlan
@@ -32,6 +32,14 @@ class Clock:
     day: str
     iso: str
     offset: str
+
+
+@overload
+def clock(start: datetime, hours: float) -> Clock: ...
+
+
+@overload
+def clock(start: datetime, hours: None) -> None: ...
 
 
 def clock(start: datetime, hours: float | None) -> Clock | None:
@@ -202,7 +210,9 @@ def night_chart(night: NightPlan) -> dict[str, Any]:
     for device, count in groups:
         for i in range(count):
             row_of[(device, i)] = len(row_of)
-    jobs, segments, bars = [], [], []
+    jobs: list[dict[str, Any]] = []
+    segments: list[dict[str, Any]] = []
+    bars: list[dict[str, Any]] = []
     for k, j in enumerate(night.jobs):
         jobs.append(
             {

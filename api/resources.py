@@ -7,6 +7,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from http import HTTPStatus
 from typing import Any
 
 import matplotlib
@@ -27,12 +28,14 @@ PNG = "image/png"
 OCTET_STREAM = "application/octet-stream"
 # Charts are drawn one at a time: some use pyplot, whose state is global; none parses `$...$` in user text.
 _CHART_LOCK = threading.Lock()
-_CHART_RC = {"text.parse_math": False, "text.usetex": False}
+_CHART_RC: dict[Any, Any] = {"text.parse_math": False, "text.usetex": False}
 # Finished results never change, so their charts are kept: the last CHART_CACHE_SIZE drawn, by ETag.
 CHART_CACHE_SIZE = 32
 _chart_cache: OrderedDict[str, bytes] = OrderedDict()
 
 
+# An operation's answers as flask-openapi3 takes them: status -> model, response object, or None.
+Responses = dict[str | int | HTTPStatus, Any]
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}}
 
 
@@ -48,11 +51,11 @@ def v1_blueprint(name: str, import_name: str, tag: str, description: str) -> API
 
 
 def submit_responses(
-    spec: KindSpec, invalid: str, more: dict[int, Any] | None = None
-) -> dict[int, Any]:
+    spec: KindSpec, invalid: str, more: Responses | None = None
+) -> Responses:
     """The answers of a POST that stores and queues a resource; `invalid` says what a 422 rejected; `more` adds
     or replaces answers by status code."""
-    responses: dict[int, Any] = {
+    responses: Responses = {
         202: resource_doc(spec, "Accepted and queued; poll `Location` until `status` is final."),
         400: problem_doc("The body is not valid JSON."),
         401: problem_doc(UNAUTHORIZED),
@@ -62,17 +65,17 @@ def submit_responses(
         503: problem_doc("The solve queue is full; retry after `Retry-After` seconds.", RETRY_AFTER),
     }
     responses.update(more or {})
-    return dict(sorted(responses.items()))
+    return dict(sorted(responses.items(), key=lambda item: int(item[0])))
 
 
-def get_responses(spec: KindSpec) -> dict[int, Any]:
+def get_responses(spec: KindSpec) -> Responses:
     """The answers of a GET of one resource."""
     return {
         200: resource_model(spec), 401: problem_doc(UNAUTHORIZED), 404: problem_doc(f"No {spec.noun} with this id.")
     }
 
 
-def delete_responses(spec: KindSpec) -> dict[int, Any]:
+def delete_responses(spec: KindSpec) -> Responses:
     """The answers of a DELETE: 200 with the cancelled resource, 204 for a deleted one."""
     return {**get_responses(spec), 204: None}
 
@@ -92,7 +95,7 @@ def png_doc(what: str) -> dict[str, Any]:
     return {"description": what, "content": {PNG: dict(binary), OCTET_STREAM: dict(binary)}}
 
 
-def chart_responses(spec: KindSpec) -> dict[int, Any]:
+def chart_responses(spec: KindSpec) -> Responses:
     return {
         304: {"description": "Not modified (If-None-Match matched the ETag)."},
         401: problem_doc("Missing or wrong bearer token (only when OPTSCHED_API_TOKEN is set)."),
@@ -152,7 +155,7 @@ def chart_response(spec: KindSpec, resource_id: str, chart: Chart, name: str | N
     file): 404 when it is unknown; 409 while it is queued or solving, when it ended without a result, when
     `chart.missing(result)` says why there is nothing to draw, or when the chart is larger than this server draws
     (api/costs.py); an ETag lets a client revalidate without a redraw."""
-    name = name or chart.file
+    name = chart.file if name is None else name
     draw = chart.draw
     record = record_or_404(spec, resource_id)
     if not record.status.final:
@@ -161,6 +164,7 @@ def chart_response(spec: KindSpec, resource_id: str, chart: Chart, name: str | N
             f"the {spec.noun} is {record.outcome}; its {name} exists once it is done (poll {spec.location(record.id)})",
         )
     document = getattr(resource_model(spec).of(record), spec.result_field)
+    why: str | None
     if document is None:
         why = f"it ended {record.outcome}" + (f" ({record.error})" if record.error else "")
     else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, cast
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
@@ -90,18 +90,18 @@ class Resource(_Timestamps):
 
 def _status_enum(spec: KindSpec) -> type[StrEnum]:
     """The statuses a resource of this kind can show, as its own enum (so each resource documents its own)."""
-    return StrEnum(f"{spec.camel}Status", {s: s for s in statuses_of(spec)}, module=__name__)  # type: ignore[return-value]
+    return cast(type[StrEnum], StrEnum(f"{spec.camel}Status", {s: s for s in statuses_of(spec)}, module=__name__))
 
 
 def _resource_models(spec: KindSpec) -> tuple[type[Resource], type[Resource]]:
     """(resource, summary) models of a kind: the summary is the resource without its result (listings)."""
     status: Any = (_status_enum(spec), Field(description=spec.texts.status_description))
     params: dict[str, Any] = {name: (str, Field(description=d)) for name, (_, d) in spec.param_fields.items()}
-    summary = create_model(  # type: ignore[call-overload]
+    summary = create_model(
         f"{spec.camel}Summary", __base__=Resource, __module__=__name__, **params, status=status
     )
     result: Any = (spec.result | None, Field(default=None, description=spec.texts.result_description))
-    resource = create_model(  # type: ignore[call-overload]
+    resource = create_model(
         f"{spec.camel}Resource", __base__=Resource, __module__=__name__, __doc__=spec.texts.resource_description,
         **params, status=status, **{spec.result_field: result},
     )
@@ -111,26 +111,23 @@ def _resource_models(spec: KindSpec) -> tuple[type[Resource], type[Resource]]:
 
 def path_model(spec: KindSpec) -> type[BaseModel]:
     """The id in a kind's URLs."""
-    return create_model(  # type: ignore[no-any-return]
-        f"{spec.camel}Path", __module__=__name__,
-        **{spec.id_param: (str, Field(description=f"{spec.noun.capitalize()} {_ID_DESCRIPTION}"))},
-    )
+    fields: dict[str, Any] = {spec.id_param: (str, Field(description=f"{spec.noun.capitalize()} {_ID_DESCRIPTION}"))}
+    return create_model(f"{spec.camel}Path", __module__=__name__, **fields)
 
 
 def parent_path_model(spec: KindSpec) -> type[BaseModel]:
     """The parent's id in the URL that creates a resource of a kind with a parent."""
     parent = KINDS[spec.parent or ""]
-    return create_model(  # type: ignore[no-any-return]
-        f"{spec.camel}ParentPath", __module__=__name__,
-        **{parent.id_param: (str, Field(description=spec.texts.parent_description))},
-    )
+    fields: dict[str, Any] = {parent.id_param: (str, Field(description=spec.texts.parent_description))}
+    return create_model(f"{spec.camel}ParentPath", __module__=__name__, **fields)
 
 
 def list_models(spec: KindSpec) -> tuple[type[BaseModel], type[BaseModel]]:
     """(query, page) of a listed kind's GET /v1/<collection>."""
     summary = summary_model(spec)
     status_type: Any = summary.model_fields["status"].annotation
-    query = create_model(  # type: ignore[call-overload]
+    items: Any = list.__class_getitem__(summary)  # list[summary], with the model made at run time
+    query = create_model(
         f"{spec.camel}ListQuery", __module__=__name__,
         limit=(QueryCount, Field(default=20, ge=1, le=100, description=f"{spec.noun.capitalize()}s per page.")),
         cursor=(
@@ -138,9 +135,9 @@ def list_models(spec: KindSpec) -> tuple[type[BaseModel], type[BaseModel]]:
         ),
         status=(status_type | None, Field(default=None, description=f"Only {spec.noun}s in this status.")),
     )
-    page = create_model(  # type: ignore[call-overload]
+    page = create_model(
         f"{spec.camel}List", __module__=__name__,
-        items=(list[summary], Field(description=f"Newest first; fetch one by id for its {spec.noun}.")),  # type: ignore[valid-type]
+        items=(items, Field(description=f"Newest first; fetch one by id for its {spec.noun}.")),
         next_cursor=(str | None, Field(description="Pass as `cursor` for the next page; null on the last page.")),
     )
     return query, page

@@ -122,8 +122,8 @@ def page_headers(response: Response) -> Response:
 @bp.get("/")
 def index():
     """Recent plans, night plans and frontiers, newest first (`?kind=` one kind, `?cursor=` the next page)."""
-    kind = request.args.get("kind", "")
-    kind = kind if kind in KINDS else None
+    asked = request.args.get("kind", "")
+    kind = asked if asked in KINDS else None
     try:
         records, next_cursor = services().store.list(
             limit=PAGE_SIZE, cursor=request.args.get("cursor") or None, kind=kind, headline=True
@@ -144,7 +144,8 @@ def plan_page(plan_id: str):
         for name in sorted(set(plan.power_by_domain) | set(plan.budget_by_domain)):
             domains.append((name, plan.power_by_domain.get(name, 0.0), plan.budget_by_domain.get(name)))
     chart = None if plan is None or not plan.devices else plan_chart(plan)
-    return _page(200, PLANS.page, record=record, plan=plan, domains=domains, chart=chart, **_common(record, PLANS))
+    return _page(200, _template(PLANS), record=record, plan=plan, domains=domains, chart=chart,
+                 **_common(record, PLANS))
 
 
 @bp.get("/plans/<plan_id>/placement.png")
@@ -159,7 +160,7 @@ def night_page(night_plan_id: str):
         return resource
     night = resource.night_plan
     view = None if night is None else night_view(night)
-    return _page(200, NIGHT_PLANS.page, record=record, night=night, view=view, **_common(record, NIGHT_PLANS))
+    return _page(200, _template(NIGHT_PLANS), record=record, night=night, view=view, **_common(record, NIGHT_PLANS))
 
 
 @bp.get("/frontiers/<frontier_id>")
@@ -169,7 +170,7 @@ def frontier_page(frontier_id: str):
         return resource
     frontier = resource.frontier
     chart = frontier_chart(frontier) if frontier is not None and frontier.points else None
-    return _page(200, FRONTIERS.page, record=record, frontier=frontier, chart=chart, **_common(record, FRONTIERS))
+    return _page(200, _template(FRONTIERS), record=record, frontier=frontier, chart=chart, **_common(record, FRONTIERS))
 
 
 @bp.get("/queueing-studies/<study_id>")
@@ -177,7 +178,8 @@ def queueing_page(study_id: str):
     record, resource = _resource_or_404(QUEUEING_STUDIES, study_id)
     if record is None:
         return resource
-    return _page(200, QUEUEING_STUDIES.page, record=record, result=resource.result, **_common(record, QUEUEING_STUDIES))
+    return _page(200, _template(QUEUEING_STUDIES), record=record, result=resource.result,
+                 **_common(record, QUEUEING_STUDIES))
 
 
 @bp.get("/replans/<replan_id>")
@@ -185,7 +187,7 @@ def replan_page(replan_id: str):
     record, resource = _resource_or_404(REPLANS, replan_id)
     if record is None:
         return resource
-    return _page(200, REPLANS.page, record=record, parent=resource.parent, replan=resource.replan,
+    return _page(200, _template(REPLANS), record=record, parent=resource.parent, replan=resource.replan,
                  **_common(record, REPLANS))
 
 
@@ -226,6 +228,13 @@ def _resource_or_404(spec: KindSpec, resource_id: str) -> tuple[PlanRecord | Non
     if record is None:
         return None, _page(404, "error.html", message=f"There is no {spec.noun} with id {resource_id!r}.")
     return record, resource_model(spec).of(record)
+
+
+def _template(spec: KindSpec) -> str:
+    """The template of a kind with a page (the viewer's own pages are for kinds that declare one)."""
+    if spec.page is None:
+        raise LookupError(f"the {spec.name} kind has no page")
+    return spec.page
 
 
 def _common(record: PlanRecord, spec: KindSpec) -> dict[str, Any]:
@@ -304,4 +313,5 @@ def _page_url(record: PlanRecord) -> str:
     endpoint = f"viewer.{record.kind}_page"
     if spec is None or endpoint not in current_app.view_functions:
         return spec.location(record.id) if spec is not None else url_for("viewer.index")
-    return url_for(endpoint, **{spec.id_param: record.id})
+    values: dict[str, Any] = {spec.id_param: record.id}
+    return url_for(endpoint, **values)

@@ -12,6 +12,7 @@ overwrite a newer claim of the same plan.
 
 from __future__ import annotations
 
+import builtins  # `list` is also a method of PlanStore
 import logging
 import os
 import re
@@ -215,7 +216,7 @@ class PlanStore:
         rows = rows[:limit]
         return rows, _encode_cursor(rows[-1])
 
-    def ids_with_state(self, state: JobState) -> list[str]:
+    def ids_with_state(self, state: JobState) -> builtins.list[str]:
         """Ids in this state, oldest first."""
         with self.engine.connect() as c:
             result = c.execute(
@@ -369,7 +370,7 @@ class PlanStore:
                 ).rowcount
             )
 
-    def recover(self, max_attempts: int = MAX_ATTEMPTS) -> list[str]:
+    def recover(self, max_attempts: int = MAX_ATTEMPTS) -> builtins.list[str]:
         """After a restart: plans left solving are queued again (failed after `max_attempts`); the queued ids."""
         with self.engine.begin() as c:
             c.execute(
@@ -388,7 +389,7 @@ class PlanStore:
             )
         return self.ids_with_state(JobState.queued)
 
-    def stale_solving(self, older_than: datetime) -> list[PlanRecord]:
+    def stale_solving(self, older_than: datetime) -> builtins.list[PlanRecord]:
         """Plans solving since before `older_than` (with their workloads), to find claims whose owner died."""
         with self.engine.connect() as c:
             rows = c.execute(

@@ -29,7 +29,7 @@ from optsched.schema.errors import InvalidWorkload, OptschedError
 from optsched.schema.plan import FEASIBLE_STATUSES
 from optsched.schema.workload import Workload
 from optsched.service import resources
-from optsched.service.queues import open_queue
+from optsched.service.queues import open_pool, open_rq_queue
 
 SUMMARY_FILE = "batch-summary.json"
 KEY_PREFIX = "batch-sha256:"
@@ -89,7 +89,7 @@ class BatchResult:
     summary_path: Path
     submitted: int  # rows this run submitted for solving (the others were reused)
     wall_seconds: float
-    counts: Counter = field(default_factory=Counter)
+    counts: Counter[str] = field(default_factory=Counter)
 
     @property
     def complete(self) -> bool:
@@ -187,7 +187,7 @@ def previous_entries(out_dir: Path) -> dict[str, BatchEntry]:
     }
 
 
-Progress = Callable[[int, int, Counter], None]  # (finished, total, count by status)
+Progress = Callable[[int, int, Counter[str]], None]  # (finished, total, count by status)
 
 
 def run_batch(
@@ -318,15 +318,16 @@ def open_backend(
             raise InvalidBatch(["OPTSCHED_QUEUE_URL is set but OPTSCHED_DATABASE_URL is not: set both to what the "
                                 "workers use (PostgreSQL), or neither to solve locally"])
         store = PlanStore(database_url)
-        queue = open_queue(store, settings)
-        queue.keys.redis.ping()  # fail now, not halfway through the submissions
+        rq_queue = open_rq_queue(store, settings)
+        rq_queue.keys.redis.ping()  # fail now, not halfway through the submissions
         label = f"rq {redacted(queue_url)} queue {queue_name}"
+        queue: SolveQueue = rq_queue
         local = False
     else:
         out_dir.mkdir(parents=True, exist_ok=True)
         store = PlanStore(database_url or f"sqlite:///{(out_dir / LOCAL_STORE).resolve()}")
-        queue = open_queue(store, settings)
-        label, local = f"local ({queue.size} processes)", True
+        pool = open_pool(store, settings)
+        label, queue, local = f"local ({pool.size} processes)", pool, True
     return Backend(store=store, queue=queue, label=label, local=local)
 
 def write_atomically(path: Path, text: str) -> None:

@@ -16,6 +16,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from optsched.schema.night import NightPlan
 
@@ -68,7 +69,7 @@ def segments_csv(plan: NightPlan) -> str:
     return out.getvalue()
 
 
-def _json(document) -> bytes:
+def _json(document: Any) -> bytes:
     return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
@@ -164,7 +165,7 @@ def _exchange(a: Path, b: Path) -> bool:
         return False
     at_fdcwd, rename_exchange = -100, 2
     rc = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
-    return rc == 0
+    return bool(rc == 0)
 
 
 def _remove_stale(out: Path) -> None:

@@ -16,9 +16,19 @@ from optsched.service.kinds import RUNNER
 def open_queue(store: PlanStore, settings: Mapping[str, Any], **overrides: Any) -> SolveQueue:
     """RQQueue on settings["QUEUE_URL"] if set, else a ProcessPool; `overrides` replace settings by name."""
     s = {**settings, **overrides}
-    if s["QUEUE_URL"]:
-        return RQQueue(store, s["QUEUE_URL"], runner=RUNNER, queue_name=s["QUEUE_NAME"], queue_size=s["QUEUE_SIZE"],
-                       grace_s=s["SOLVE_GRACE_S"])
+    return open_rq_queue(store, s) if s["QUEUE_URL"] else open_pool(store, s)
+
+
+def open_rq_queue(store: PlanStore, settings: Mapping[str, Any]) -> RQQueue:
+    """The RQ queue on settings["QUEUE_URL"]: solves run on `optsched worker` processes."""
+    s = settings
+    return RQQueue(store, s["QUEUE_URL"], runner=RUNNER, queue_name=s["QUEUE_NAME"], queue_size=s["QUEUE_SIZE"],
+                   grace_s=s["SOLVE_GRACE_S"])
+
+
+def open_pool(store: PlanStore, settings: Mapping[str, Any]) -> ProcessPool:
+    """The embedded process pool: solves run in worker processes of this one."""
+    s = settings
     return ProcessPool(
         store,
         runner=RUNNER,

@@ -95,7 +95,9 @@ class ConfigError(ValueError):
     """A setting that does not parse; the message names the variable and what it must be."""
 
 
-def load_settings(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> dict:
+def load_settings(
+    overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """Every setting: its default, else OPTSCHED_<KEY> from the environment, else the override."""
     environ = os.environ if environ is None else environ
     given = {name: environ[PREFIX + name] for name in given_in_environment(environ)}

@@ -46,7 +46,10 @@ def alembic_config(connection: Connection | None = None, url: str | None = None)
 
 
 def head_revision() -> str:
-    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if head is None:
+        raise RuntimeError("no migration revisions found in optsched/infra/migrations/versions; reinstall optsched")
+    return head
 
 
 def current_revision(connection: Connection) -> str | None:

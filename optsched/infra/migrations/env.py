@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import create_engine
+from sqlalchemy import Connection, create_engine
 
 from optsched.infra.tables import metadata
 
 config = context.config
 
 
-def _run(connection) -> None:
+def _run(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=metadata,
@@ -28,7 +28,10 @@ if context.is_offline_mode():
 elif config.attributes.get("connection") is not None:
     _run(config.attributes["connection"])
 else:
-    engine = create_engine(config.get_main_option("sqlalchemy.url"))
+    url = config.get_main_option("sqlalchemy.url")
+    if url is None:
+        raise RuntimeError("no sqlalchemy.url in the Alembic configuration (optsched.infra.migrations.alembic_config)")
+    engine = create_engine(url)
     with engine.begin() as connection:
         _run(connection)
     engine.dispose()

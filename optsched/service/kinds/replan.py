@@ -32,7 +32,7 @@ def prepare(body: Change, raw: Any, settings: Mapping[str, Any], parent: PlanRec
     """The parent must be final with a plan; the change is checked against its workload (InvalidChange: 422)."""
     if parent is None:
         raise Conflict("a re-plan starts from a plan; POST it to /v1/plans/{id}/replans")
-    if parent.plan is None or not parent.status.final:
+    if parent.plan is None or parent.workload is None or not parent.status.final:
         raise Conflict(f"plan {parent.id!r} is {parent.outcome} and has no plan to re-plan from")
     # The raw document, not `body`: apply_change also checks what the model alone cannot (ids listed twice).
     apply_change(Workload.load(parent.workload), raw)
