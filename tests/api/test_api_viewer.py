@@ -29,7 +29,8 @@ def finished(app, kind: str, document: dict, result, params=None) -> str:
     record, _ = store.create(document, kind=kind, params=params)
     store.claim(record.id)
     verdict = KINDS[kind].verdict(result)
-    assert store.finish(record.id, 1, JobState.finished, verdict=verdict, plan=result.model_dump(mode="json", by_alias=True))
+    document = result.model_dump(mode="json", by_alias=True)
+    assert store.finish(record.id, 1, JobState.finished, verdict=verdict, plan=document)
     return record.id
 
 

@@ -122,7 +122,8 @@ def finished_night(app, queue: dict, hours: float = 2.0) -> str:
     claimed = store.claim(record.id)
     result = plan_night(queue, **params)
     verdict = "met" if result.ok else "missed"
-    assert store.finish(record.id, claimed.attempts, JobState.finished, verdict=verdict, plan=result.model_dump(mode="json", by_alias=True))
+    document = result.model_dump(mode="json", by_alias=True)
+    assert store.finish(record.id, claimed.attempts, JobState.finished, verdict=verdict, plan=document)
     return record.id
 
 

@@ -57,7 +57,8 @@ class Site:
         record, _ = store.create(document, kind=kind, params=params)
         store.claim(record.id)
         verdict = KINDS[kind].verdict(result)
-        assert store.finish(record.id, 1, JobState.finished, verdict=verdict, plan=result.model_dump(mode="json", by_alias=True))
+        document = result.model_dump(mode="json", by_alias=True)
+        assert store.finish(record.id, 1, JobState.finished, verdict=verdict, plan=document)
         return record.id
 
 
