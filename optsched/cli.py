@@ -336,8 +336,9 @@ def batch_command(
     try:
         settings = load_settings()
         inputs = read_inputs(paths)
+        database_url = settings["DATABASE_URL"] if "DATABASE_URL" in given_in_environment() else None
         backend = open_backend(out, queue_url=settings["QUEUE_URL"], queue_name=settings["QUEUE_NAME"],
-                               database_url=settings["DATABASE_URL"] if "DATABASE_URL" in given_in_environment() else None, workers=workers,
+                               database_url=database_url, workers=workers,
                                grace_s=settings["SOLVE_GRACE_S"], solver_threads=settings["SOLVER_THREADS"])
     except InvalidBatch as exc:
         stderr.print(f"[bold red]invalid batch[/] ({len(exc.problems)} problem(s)); nothing was submitted:",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from optsched.service.settings import PREFIX, Settings
@@ -20,3 +21,23 @@ def test_every_setting_has_a_row_with_its_description_and_default():
     assert all(field.description for field in Settings.model_fields.values())
     assert "| `OPTSCHED_QUEUE_SIZE` | int (>= 1) | `64` |" in rows["OPTSCHED_QUEUE_SIZE"]
     assert "| `OPTSCHED_API_TOKEN` | str, optional | unset |" in rows["OPTSCHED_API_TOKEN"]
+
+
+# Who else reads OPTSCHED_* variables from the environment: the solver log switch, read in every solving process
+# until SolveOptions carries it down (optsched/solve), and the test harness (moving to tests/).
+ENVIRONMENT_READERS = {
+    "optsched/service/settings.py",
+    "optsched/solve/highs.py",
+    "optsched/solve/pyomo_backend.py",
+    "optsched/testing/outages.py",
+}
+
+
+def test_only_the_settings_read_optsched_variables_from_the_environment():
+    readers = {
+        str(path.relative_to(ROOT))
+        for folder in ("optsched", "api")
+        for path in (ROOT / folder).rglob("*.py")
+        if re.search(r"(environ\.get|getenv|environ\[)\(?\s*[\"']OPTSCHED_", path.read_text())
+    }
+    assert readers <= ENVIRONMENT_READERS, readers - ENVIRONMENT_READERS

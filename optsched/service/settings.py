@@ -77,7 +77,9 @@ class Settings(BaseSettings):
     )
     VIEWER_SESSION_S: int = Field(8 * 3600, ge=60, description="Lifetime of the viewer's login cookie, in seconds.")
     # Diagnostics and tests.
-    HIGHS_LOG: bool = Field(False, description="Print HiGHS's own solver log on stdout (debugging only).")
+    HIGHS_LOG: bool = Field(
+        False, description="Print HiGHS's own solver log on stdout (debugging only; every solving process reads it)."
+    )
     TEST_KILL_AT: str | None = Field(
         None,
         description="Tests only (api/failpoints.py): kill the server at its Nth database commit or write "
