@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from optsched.infra.queue import Runner, SolveFunction, SolveTask
-from optsched.infra.store import OVERRUN_VERDICTS, PlanRecord
+from optsched.infra.store import OVERRUN_VERDICTS, UNFINISHED, JobState, PlanRecord
 from optsched.schema.errors import InvalidWorkload
 from optsched.service.kinds import frontier, night_plan, plan, queueing, replan
 from optsched.service.kinds.base import KindSpec, time_limit_s
@@ -55,7 +55,8 @@ def statuses_of(spec: KindSpec) -> tuple[str, ...]:
     """Every status a resource of this kind can show: queued and solving, its verdicts, the verdicts of a solve
     stopped past its budget (`no_solution` for every kind), cancelled and failed."""
     reachable = {*spec.verdicts, OVERRUN_VERDICTS[1]}
-    return ("queued", "solving", *(v for v in _verdict_order() if v in reachable), "cancelled", "failed")
+    verdicts = (v for v in _verdict_order() if v in reachable)
+    return (*(s.value for s in UNFINISHED), *verdicts, JobState.cancelled.value, JobState.failed.value)
 
 
 def solve_task(task: SolveTask) -> tuple[str, Any]:
