@@ -31,7 +31,7 @@ from pathlib import Path
 import requests
 
 import optsched
-from optsched.infra.store import FINAL_STATES
+from optsched.service.kinds import KINDS, final_statuses
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ROOT / "models" / "workloads"
@@ -39,7 +39,7 @@ RESULTS = ROOT / "bench" / "results" / "api_latency.md"
 CONCURRENCY = (1, 4, 16)
 DEMO_BUDGET_S = 2.0
 DEFAULT_COUNT = {"demo.json": 16, "tiny.json": 48}
-FINAL = {s.value for s in FINAL_STATES}
+FINAL = set(final_statuses(KINDS["plan"]))
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -39,12 +39,12 @@ from typing import Any
 import requests
 
 import optsched
-from optsched.infra.store import FINAL_STATES
+from optsched.service.kinds import KINDS, final_statuses
 from tests.support.server import LiveServer, rss_mb
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ROOT / "models" / "workloads"
-FINAL = {s.value for s in FINAL_STATES}
+FINAL = set(final_statuses(KINDS["plan"]))
 MIXES = {
     "full": (
         ("small_sync_plan", 40),

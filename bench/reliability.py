@@ -148,7 +148,8 @@ def section_fuzz(examples: int = 300, stateful: int = 150) -> dict[str, Any]:
             plans = Counter()
             with sqlite3.connect(server.database) as db:
                 for kind, status, error, n in db.execute(
-                    "SELECT kind, status, error, COUNT(*) FROM plans GROUP BY kind, status, error"
+                    "SELECT kind, COALESCE(verdict, status) AS shown, error, COUNT(*) FROM plans "
+                    "GROUP BY kind, shown, error"
                 ):
                     plans[f"{kind} {status}"] += n
                     if status == "failed":

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from optsched.infra.store import FINAL_STATES
+from optsched.service.kinds import KINDS, final_statuses
 from optsched.verify.placement import verify
 from tests.api.helpers import slow_workload
 
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow  # a real server over HTTP, a hard-kill restart
 
 OPTSCHED = Path(sys.executable).with_name("optsched")
 DEMO = Path(__file__).resolve().parents[2] / "models" / "workloads" / "demo.json"
-FINAL = {state.value for state in FINAL_STATES}
+FINAL = set(final_statuses(KINDS["plan"]))
 
 
 def free_port() -> int:

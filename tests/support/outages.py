@@ -123,13 +123,16 @@ class PgDatabase:
                     f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
 
     def rows(self) -> list[dict[str, Any]]:
-        """Every row of `plans`: id, idempotency key, status, attempts, plan document."""
+        """Every row of `plans`: id, idempotency key, status (the verdict once finished, as the API shows it),
+        attempts, plan document."""
         import psycopg
         from psycopg.rows import dict_row
 
         url = f"postgresql://{self.user}@{PG_HOST}:{PG_PORT}/{self.name}"
         with psycopg.connect(url, connect_timeout=10, row_factory=dict_row) as c:
-            return list(c.execute("SELECT id, idempotency_key, status, attempts, plan FROM plans"))
+            return list(c.execute(
+                "SELECT id, idempotency_key, COALESCE(verdict, status) AS status, attempts, plan FROM plans"
+            ))
 
 
 @dataclass

@@ -59,6 +59,12 @@ def statuses_of(spec: KindSpec) -> tuple[str, ...]:
     return (*(s.value for s in UNFINISHED), *verdicts, JobState.cancelled.value, JobState.failed.value)
 
 
+def final_statuses(spec: KindSpec) -> tuple[str, ...]:
+    """The statuses a finished, cancelled or failed resource of this kind shows."""
+    unfinished = {s.value for s in UNFINISHED}
+    return tuple(s for s in statuses_of(spec) if s not in unfinished)
+
+
 def solve_task(task: SolveTask) -> tuple[str, Any]:
     """Run the task's kind in a worker process: ("result", (verdict, document)), ("invalid", field errors) or
     ("error", message); it never raises."""
@@ -90,4 +96,7 @@ def runner(solve: SolveFunction = solve_task) -> Runner:
 
 RUNNER = runner()
 
-__all__ = ["KINDS", "RUNNER", "KindSpec", "budget_s", "kind", "register", "runner", "solve_task", "statuses_of"]
+__all__ = [
+    "KINDS", "RUNNER", "KindSpec", "budget_s", "final_statuses", "kind", "register", "runner", "solve_task",
+    "statuses_of",
+]
