@@ -85,6 +85,37 @@ def test_a_database_made_before_migrations_is_adopted_and_upgraded_keeping_its_r
         store.close()
 
 
+# Statuses as revision 0002 stored them: the lifecycle, or a finished solve's verdict of any kind.
+STORED_0002 = {"q": "queued", "s": "solving", "c": "cancelled", "f": "failed", "o": "optimal", "m": "met", "d": "done"}
+
+
+def test_revision_0003_moves_verdicts_out_of_the_status_and_its_downgrade_puts_them_back(fresh_url):
+    engine = create_engine(fresh_url)
+    with engine.begin() as c:
+        command.upgrade(alembic_config(c), "0002")
+        for row_id, status in STORED_0002.items():
+            c.execute(
+                text("INSERT INTO plans (id, kind, status, workload, submitted_at, attempts) "
+                     "VALUES (:id, 'plan', :status, '{}', :t, 1)"),
+                {"id": row_id, "status": status, "t": datetime(2026, 11, 1, tzinfo=UTC)},
+            )
+    store = PlanStore(fresh_url)  # upgrades to the head
+    try:
+        rows = {row_id: store.get(row_id) for row_id in STORED_0002}
+    finally:
+        store.close()
+    assert {row_id: r.outcome for row_id, r in rows.items()} == STORED_0002  # what the API shows is unchanged
+    assert {row_id: r.status for row_id, r in rows.items()} == {
+        "q": JobState.queued, "s": JobState.solving, "c": JobState.cancelled, "f": JobState.failed,
+        "o": JobState.finished, "m": JobState.finished, "d": JobState.finished,
+    }
+    assert [r.verdict for r in rows.values()] == [None, None, None, None, "optimal", "met", "done"]
+    with engine.begin() as c:
+        command.downgrade(alembic_config(c), "0002")
+        assert dict(c.execute(text("SELECT id, status FROM plans")).all()) == STORED_0002
+    engine.dispose()
+
+
 def test_processes_starting_together_on_a_new_postgresql_database_migrate_it_once(pg_schema_url):
     errors: list[BaseException] = []
 
