@@ -94,8 +94,8 @@ def sweep(ctx: WorkerContext, *, clock: float | None = None) -> int:
         taken = in_flight.get(plan_id)
         if taken is not None and ctx.in_flight.seen_for(taken[0], clock) < ctx.lease_s:
             continue  # a worker is taking it (or was, moments ago)
-        record = ctx.store.get(plan_id)
-        if record is None or record.status != JobState.queued or record.submitted_at > now - settle:
+        queued = ctx.store.get(plan_id)
+        if queued is None or queued.status != JobState.queued or queued.submitted_at > now - settle:
             continue
         if taken is None:
             log.warning("plan %s was queued in the store but not in RQ; enqueued", plan_id)
@@ -106,7 +106,7 @@ def sweep(ctx: WorkerContext, *, clock: float | None = None) -> int:
             log.warning("plan %s: its RQ job %s was taken off the queue (%s) %.0f s ago by a worker that never ran "
                         "it; enqueued again", plan_id, rq_job, stage, ctx.in_flight.seen_for(rq_job, clock))
             ctx.in_flight.forget(rq_job)
-        ctx.keys.enqueue(record, ctx.runner.budget_s(record), ctx.grace_s)
+        ctx.keys.enqueue(queued, ctx.runner.budget_s(queued), ctx.grace_s)
         adopted += 1
     ctx.in_flight.keep_only({rq_job for rq_job, _ in in_flight.values()})
     return adopted
