@@ -24,12 +24,11 @@ def test_every_setting_has_a_row_with_its_description_and_default():
 
 
 # Who else reads OPTSCHED_* variables from the environment: the solver log switch, read in every solving process
-# until SolveOptions carries it down (optsched/solve), and the test harness (moving to tests/).
+# until SolveOptions carries it down (optsched/solve).
 ENVIRONMENT_READERS = {
     "optsched/service/settings.py",
     "optsched/solve/highs.py",
     "optsched/solve/pyomo_backend.py",
-    "optsched/testing/outages.py",
 }
 
 
