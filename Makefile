@@ -33,12 +33,12 @@ $(SYSTEM_STAMP): .ci/system-packages | $(STAMP)
 	bash .ci/system-packages
 	touch $(SYSTEM_STAMP)
 
-test: install system-packages architecture docs
+test: install system-packages architecture lint docs
 	$(BIN)/python -m pytest -q
 
 # The inner loop: everything but the tests marked slow (@pytest.mark.slow: over about a second, real servers, worker
 # processes, the browser): 437 tests in 27 s on 2 cores at load 1-2 (29 s of CPU time, measured on 2026-12-02).
-test-fast: install architecture
+test-fast: install architecture lint
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # The fast tier's rule checked: fails, naming them, when tests not marked slow take over 2 s (tests/support/durations.py).
