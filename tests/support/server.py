@@ -19,7 +19,8 @@ from pathlib import Path
 
 import requests
 
-ROOT = Path(__file__).resolve().parents[1]
+# The repository root: the server runs where a user runs it (tests/ holds an `api` folder of its own).
+ROOT = Path(__file__).resolve().parents[2]
 OPTSCHED = Path(sys.executable).with_name("optsched")
 
 
