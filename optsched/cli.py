@@ -31,6 +31,12 @@ EXIT_PLAN, EXIT_NO_PLAN, EXIT_INVALID = 0, 1, 2
 @app.callback()
 def main() -> None:
     """optsched: plan placements with a MILP (Pyomo + HiGHS)."""
+    from optsched.service.settings import ConfigError, apply_solver_log, load_settings
+
+    try:
+        apply_solver_log(load_settings())
+    except ConfigError:
+        pass  # the commands that need the settings report them; the solver's log just stays off
 
 
 @app.command("plan")

@@ -1,8 +1,12 @@
-"""The configuration reference in the docs is the one generated from `Settings`, and names every setting."""
+"""The configuration reference in the docs is the one generated from `Settings` and names every setting; only the
+settings read OPTSCHED_* variables, and the solver-log setting reaches HiGHS."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from optsched.service.settings import PREFIX, Settings
@@ -23,13 +27,7 @@ def test_every_setting_has_a_row_with_its_description_and_default():
     assert "| `OPTSCHED_API_TOKEN` | str, optional | unset |" in rows["OPTSCHED_API_TOKEN"]
 
 
-# Who else reads OPTSCHED_* variables from the environment: the solver log switch, read in every solving process
-# until SolveOptions carries it down (optsched/solve).
-ENVIRONMENT_READERS = {
-    "optsched/service/settings.py",
-    "optsched/solve/highs.py",
-    "optsched/solve/pyomo_backend.py",
-}
+ENVIRONMENT_READERS = {"optsched/service/settings.py"}
 
 
 def test_only_the_settings_read_optsched_variables_from_the_environment():
@@ -40,3 +38,18 @@ def test_only_the_settings_read_optsched_variables_from_the_environment():
         if re.search(r"(environ\.get|getenv|environ\[)\(?\s*[\"']OPTSCHED_", path.read_text())
     }
     assert readers <= ENVIRONMENT_READERS, readers - ENVIRONMENT_READERS
+
+
+def test_the_solver_log_setting_reaches_highs_in_the_cli_process(tmp_path):
+    # HiGHS writes its log to stdout itself: with OPTSCHED_HIGHS_LOG=1 the CLI's output carries HiGHS's banner,
+    # without it only the plan's JSON.
+    optsched_cli = Path(sys.executable).with_name("optsched")
+    outputs = {}
+    for flag in ("0", "1"):
+        env = {**os.environ, "OPTSCHED_HIGHS_LOG": flag}
+        run = subprocess.run([str(optsched_cli), "plan", str(ROOT / "models/workloads/tiny.json")],
+                             env=env, capture_output=True, text=True, timeout=300, check=False)
+        assert run.returncode == 0, run.stderr
+        outputs[flag] = run.stdout
+    assert "HiGHS" not in outputs["0"]
+    assert "HiGHS" in outputs["1"]

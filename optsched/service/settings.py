@@ -4,6 +4,7 @@ so none of them needs the web framework to know its configuration."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -13,6 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from optsched.infra.tables import DEFAULT_DATABASE_URL
 from optsched.schema.limits import DEFAULT_MAX_VARIABLES, Limits
+from optsched.solve.highs import SOLVER_LOG
 
 PREFIX = "OPTSCHED_"
 
@@ -78,13 +80,21 @@ class Settings(BaseSettings):
     VIEWER_SESSION_S: int = Field(8 * 3600, ge=60, description="Lifetime of the viewer's login cookie, in seconds.")
     # Diagnostics and tests.
     HIGHS_LOG: bool = Field(
-        False, description="Print HiGHS's own solver log on stdout (debugging only; every solving process reads it)."
+        False,
+        description="Print HiGHS's own solver log on stdout (debugging only): the CLI and every solving worker set "
+        "the logger `optsched.solve.highs.SOLVER_LOG` to DEBUG, which is how a Python caller turns it on too.",
     )
     TEST_KILL_AT: str | None = Field(
         None,
         description="Tests only (api/failpoints.py): kill the server at its Nth database commit or write "
         "(`commit:N`, `write:N`).",
     )
+
+
+def apply_solver_log(settings: Mapping[str, Any]) -> None:
+    """HiGHS's own log in this process as the settings (`load_settings`) say (optsched.solve.highs.SOLVER_LOG):
+    called by the CLI and by every solving worker, since each process has its own logging."""
+    SOLVER_LOG.setLevel(logging.DEBUG if settings["HIGHS_LOG"] else logging.INFO)
 
 
 def given_in_environment(environ: Mapping[str, str] | None = None) -> frozenset[str]:

@@ -19,6 +19,16 @@ import highspy
 import numpy as np
 
 log = logging.getLogger(__name__)
+# HiGHS's own log (it writes to stdout, not through logging) is on while this logger's level is DEBUG; at INFO by
+# default, so an application that logs everything at DEBUG does not get the solver's pages by surprise. The
+# services set it from Settings.HIGHS_LOG (OPTSCHED_HIGHS_LOG) in every solving process.
+SOLVER_LOG = logging.getLogger("optsched.solver_log")
+SOLVER_LOG.setLevel(logging.INFO)
+
+
+def solver_log_shown() -> bool:
+    """Whether HiGHS prints its own log (SOLVER_LOG at DEBUG)."""
+    return SOLVER_LOG.isEnabledFor(logging.DEBUG)
 
 # HiGHS checks its own time limit only between work units; past this the watchdog interrupts it.
 WATCHDOG_GRACE_S = 0.5
@@ -231,7 +241,7 @@ def _quiet_stdout():
 
 def configure(h: highspy.Highs) -> highspy.Highs:
     """Our HiGHS options, the same whichever backend built the model."""
-    h.setOptionValue("output_flag", os.environ.get("OPTSCHED_HIGHS_LOG") == "1")
+    h.setOptionValue("output_flag", solver_log_shown())
     # Lets cancelSolve (the watchdog) interrupt simplex, IPM and branch-and-bound through HiGHS's callbacks.
     h.HandleUserInterrupt = True
     return h

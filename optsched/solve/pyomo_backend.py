@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
@@ -32,7 +31,14 @@ from typing import Any
 import numpy as np
 
 from optsched.model.builder import ModelBuilder
-from optsched.solve.highs import SolveRequest, SolveResult, map_pyomo_status, pyomo_has_solution, solution_values
+from optsched.solve.highs import (
+    SolveRequest,
+    SolveResult,
+    map_pyomo_status,
+    pyomo_has_solution,
+    solution_values,
+    solver_log_shown,
+)
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +146,7 @@ class PyomoBuilder(ModelBuilder):
         self._relax(request.relax)
         if request.warm_start:
             log.debug("the Pyomo backend ignores warm starts (%d values)", len(request.warm_start))
-        shown = os.environ.get("OPTSCHED_HIGHS_LOG") == "1"
+        shown = solver_log_shown()
         limits: dict[str, Any] = {
             "time_limit": max(0.01, request.wall_deadline - time.monotonic()), "rel_gap": request.mip_gap,
             "abs_gap": 1e-9,  # HiGHS's default 1e-6 stops short of small relative gaps

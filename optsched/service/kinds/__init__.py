@@ -16,6 +16,7 @@ from optsched.infra.store import OVERRUN_VERDICTS, UNFINISHED, JobState, PlanRec
 from optsched.schema.errors import InvalidWorkload
 from optsched.service.kinds import frontier, night_plan, plan, queueing, replan
 from optsched.service.kinds.base import KindSpec, time_limit_s
+from optsched.service.settings import apply_solver_log, load_settings
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,7 @@ def solve_task(task: SolveTask) -> tuple[str, Any]:
     """Run the task's kind in a worker process: ("result", (verdict, document)), ("invalid", field errors) or
     ("error", message); it never raises."""
     try:
+        apply_solver_log(load_settings())
         spec = kind(task.kind)
         result = spec.solve(task)
         verdict, document = spec.verdict(result), result.model_dump(mode="json", by_alias=True)
