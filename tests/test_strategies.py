@@ -3,12 +3,14 @@ left; the IncumbentTracker keeps only better feasible plans and tighter bounds."
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
 import pytest
 
 import optsched
-from optsched import SolveOptions, Status
+from optsched import SolveOptions, Status, Workload
 from optsched.model.data import ModelData
 from optsched.model.objectives import OBJECTIVES
 from optsched.solve.budget import TimeBudget
@@ -27,6 +29,8 @@ from optsched.solve.strategies import (
 )
 from optsched.testing.instances import generate_racks
 from optsched.verify.placement import verify
+
+ROOT = Path(__file__).resolve().parents[1]
 
 RACKS = ModelData(generate_racks("M", 0))
 MIN_POWER = ModelData(generate_racks("M", 0).model_copy(update={"objective": "min_power"}))
@@ -114,3 +118,26 @@ def test_tracker_keeps_better_feasible_plans_and_tighter_bounds_and_reports_each
     tracker.improve_bound(tracker.best_value * 1.001)
     assert tracker.within_gap()
     assert len(heard) == 3 and heard[-1] == (tracker.best_value, tracker.bound)
+
+
+def test_parts_of_a_split_workload_are_not_split_again():
+    # min_power is never priced by columns, so with direct_max_options=0 it is split into parts; each part is one
+    # MILP. Left to "auto" with the caller's thresholds a part was split again, and a part of one job forever: a
+    # chain of forked pools that hung the suite at exit.
+    document = json.loads((ROOT / "models/workloads/tiny.json").read_text())
+    w = Workload.load({**document, "objective": "min_power"})
+    started = time.monotonic()
+    result = optsched.plan(w, time_limit_s=20, options=SolveOptions(direct_max_options=0, part_workers=2))
+    assert time.monotonic() - started < 120, "a part was split again"
+    assert verify(w, result) == []
+    assert result.status in (Status.optimal, Status.time_limit)
+    assert "rounds" in result.timings, result.timings  # the parts strategy ran
+    # Each part is one MILP whatever the caller's thresholds (a part of MIN_POWER, whole, stands in for any part).
+    parts = chosen(MIN_POWER, direct_max_options=0)
+    assert parts is Parts
+    sub = Parts.create(SolveOptions(direct_max_options=0), solve_workload)
+    assert isinstance(sub, Parts)
+    again = choose_strategy(
+        MIN_POWER, sub.sub_options, has_first_plan=True, budget=TimeBudget.of(60.0), solve_part=solve_workload
+    )
+    assert isinstance(again, DirectMilp)

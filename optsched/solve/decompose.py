@@ -255,7 +255,8 @@ def solve_parts(
     def time_for(remaining_parts: int) -> float:
         return (deadline - time.monotonic()) / math.ceil(remaining_parts / max(1, workers))
 
-    if workers <= 1 or multiprocessing.current_process().daemon:
+    # ProcessPoolExecutor's workers are not daemons (Python 3.9+): a worker is known by having a parent process.
+    if workers <= 1 or multiprocessing.parent_process() is not None:
         _init_worker(None)
         for i, part in enumerate(parts):
             limit = time_for(len(parts) - i)

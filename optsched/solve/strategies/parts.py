@@ -38,11 +38,11 @@ class Parts(Strategy):
 
     def __init__(self, options: SolveOptions, solve_part: SolveFn):
         super().__init__(options)
-        # The parts are solved with the caller's thresholds but none of its hooks (they cross to worker processes)
-        # and by "auto": a part is small enough for one MILP unless the thresholds say otherwise.
+        # The parts are solved with the caller's limits but none of its hooks (they cross to worker processes),
+        # each by one MILP: a part left to "auto" under the caller's thresholds could be split again, and a part
+        # of one job forever (a chain of forked pools that hung the suite).
         self.sub_options = SolveOptions(
-            direct_max_options=options.direct_max_options, column_max_options=options.column_max_options,
-            part_options=options.part_options, part_workers=options.part_workers,
+            strategy="direct", part_options=options.part_options, part_workers=options.part_workers
         )
         self.solve_part = solve_part
 
