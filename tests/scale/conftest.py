@@ -9,18 +9,14 @@ only when nothing listens on 127.0.0.1:5432 / 6379; a server that listens but re
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from tests.support.outages import listening, pg_admin_url
+from tests.support.outages import WorkerFleet, listening, pg_admin_url
 
 PG_HOST, PG_PORT, REDIS_PORT = "127.0.0.1", 5432, 6379
 REDIS_DB = int(os.environ.get("OPTSCHED_TEST_REDIS_DB", "15"))
@@ -117,80 +113,10 @@ def worker_env(pg_url, redis_url, queue_name) -> dict[str, str]:
     return env
 
 
-def session_pids(sid: int) -> list[int]:
-    """Processes of the session `sid` (a worker pool started with start_new_session, its workers and horses)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[3]) == sid and fields[0] != "Z":
-            pids.append(int(entry.name))
-    return pids
-
-
-@dataclass
-class Fleet:
-    """`optsched worker` subprocesses, each in its own session; every process of each is killed at the end."""
-
-    env: dict[str, str]
-    logs: Path
-    processes: list[subprocess.Popen] = field(default_factory=list)
-
-    def start(self, concurrency: int = 1) -> subprocess.Popen:
-        log = self.logs / f"worker-{len(self.processes)}.log"
-        with log.open("ab") as out:
-            process = subprocess.Popen(
-                [str(OPTSCHED), "worker", "--concurrency", str(concurrency)],
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        process.log = log  # type: ignore[attr-defined]
-        self.processes.append(process)
-        return process
-
-    def wait_listening(self, process: subprocess.Popen, workers: int = 1, timeout_s: float = 60) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            assert process.poll() is None, f"worker exited early:\n{process.log.read_text()}"
-            if process.log.read_text().count("*** Listening on") >= workers:
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"worker not listening after {timeout_s} s:\n{process.log.read_text()}")
-
-    def alive(self) -> list[subprocess.Popen]:
-        return [p for p in self.processes if p.poll() is None]
-
-    def kill(self, process: subprocess.Popen) -> None:
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(10)
-
-    def stop_all(self) -> None:
-        for p in self.alive():
-            p.send_signal(signal.SIGTERM)
-        for p in self.processes:
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                os.kill(p.pid, signal.SIGKILL)
-                p.wait(5)
-            for pid in session_pids(p.pid):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-
-
 @pytest.fixture(scope="session")
-def fleet(worker_env, tmp_path_factory) -> Iterator[Fleet]:
+def fleet(worker_env, tmp_path_factory) -> Iterator[WorkerFleet]:
     """Two one-process worker pools on the session's queue, started once (tests may kill one: `ensure_two`)."""
-    f = Fleet(worker_env, tmp_path_factory.mktemp("workers"))
+    f = WorkerFleet(worker_env, tmp_path_factory.mktemp("workers"))
     try:
         for _ in range(2):
             f.start()
@@ -202,7 +128,7 @@ def fleet(worker_env, tmp_path_factory) -> Iterator[Fleet]:
 
 
 @pytest.fixture
-def workers(fleet) -> Fleet:
+def workers(fleet) -> WorkerFleet:
     """The session's fleet with two live pools (a pool a previous test killed is replaced)."""
     while len(fleet.alive()) < 2:
         fleet.wait_listening(fleet.start())

@@ -28,7 +28,8 @@ from optsched.service.kinds import RUNNER, runner
 from optsched.testing.instances import generate
 from tests.api import fakes
 from tests.api.helpers import assert_verified, poll, tiny_workload
-from tests.scale.conftest import LEASE_S, session_pids
+from tests.scale.conftest import LEASE_S
+from tests.support.outages import session_pids
 
 pytestmark = pytest.mark.slow  # RQ workers on real Redis and PostgreSQL
 
