@@ -49,6 +49,15 @@ def print_plan_table(plan: Plan, console: Console) -> None:
     for domain, watts in plan.power_by_domain.items():
         power.add_row(escape(domain), f"{watts:,.0f}", _watts(plan.budget_by_domain.get(domain)))
     console.print(power)
+    if plan.fairness is not None:
+        console.print(f"fairness {plan.fairness:.4g}, weighted speedup {plan.weighted_speedup:,.4g}", highlight=False)
+    if plan.teams:
+        teams = Table("team", "share", "devices", "device share", "normalised speedup")
+        teams.columns[0].overflow = "fold"
+        for t in plan.teams:
+            normalised = "-" if t.normalised_speedup is None else f"{t.normalised_speedup:.3f}"
+            teams.add_row(escape(t.team), f"{t.share:.1%}", str(t.devices), f"{t.device_share:.1%}", normalised)
+        console.print(teams)
 
 
 def _placement_cells(p: Placement) -> tuple[str, str, str, str, str, str, list[str]]:

@@ -7,7 +7,8 @@ import time
 
 from optsched.explain.suggestions import suggest_changes
 from optsched.model.constraints import ExtraFunctionality
-from optsched.schema.plan import Plan, Status
+from optsched.model.objectives import OBJECTIVES
+from optsched.schema.plan import Plan, Status, Suggestion
 from optsched.schema.workload import Workload
 from optsched.solve.options import OnIncumbent, Progress, SolveOptions, WarmStart
 from optsched.solve.planner import WorkloadSource, solve_workload
@@ -53,4 +54,10 @@ def plan(
         return result
     time_limit = workload.options.time_limit_s if settings.time_limit_s is None else settings.time_limit_s
     changes = suggest_changes(workload, time_limit_s=max(1.0, min(SUGGESTION_TIME_LIMIT_S, time_limit)))
+    if OBJECTIVES[workload.objective].fair:
+        changes.append(Suggestion(
+            kind="plan_night", target="", current=workload.objective, needed=None,
+            message=f"not every job fits at once, which {workload.objective} needs: plan the queue over time with "
+            "the night planner (optsched night, plan_night), which shares the fleet between the jobs by turns",
+        ))
     return result.model_copy(update={"suggestions": tuple(changes), "solve_seconds": time.monotonic() - started})

@@ -21,7 +21,7 @@ from optsched.model.builder import Entries, Row, Term
 from optsched.model.builder import ModelBuilder as Builder
 from optsched.model.data import ModelData
 from optsched.model.expressions import budgets, groups_in, idle_draw, power_terms  # noqa: F401 - re-exported for the families' users
-from optsched.model.objectives import OBJECTIVES, ExtraObjective
+from optsched.model.objectives import OBJECTIVES, ExtraObjective, fairness_terms, fairness_upper_bound
 from optsched.schema.names import Family
 
 INF = math.inf
@@ -204,6 +204,26 @@ def add_power_budgets(b: Builder, data: ModelData) -> None:
         b.add_matrix_rows(Family.power_budget, keys, np.full(len(keys), -INF), np.array(limits), entries)
 
 
+def add_fairness(b: Builder, data: ModelData) -> None:
+    """First solve: z * target_m - sum_{j in m} S_j / S_j^solo <= 0 for each member m (job or team; z
+    dimensionless). Second solve: sum_{j in m} S_j / S_j^solo >= floor * target_m instead."""
+    if not OBJECTIVES[data.workload.objective].fair:
+        return
+    members = fairness_terms(data)
+    floor = data.fairness_floor
+    if floor is None:
+        b.add_variables("z", [0], [0.0], [fairness_upper_bound(data)], integer=False)
+        b.add_rows(Family.fairness, [
+            (key, [("z", 0, target), *[("S", j, -c) for j, c in terms]], -INF, 0.0) for key, terms, target in members
+        ])
+        return
+    # The modelled S over-estimates the exact one (tangent cuts): the objective's value rejects a plan that keeps
+    # the floor only in the model, and the cut loop tightens S until the model agrees.
+    b.add_rows(Family.fairness_floor, [
+        (key, [("S", j, c) for j, c in terms], floor * target, INF) for key, terms, target in members
+    ])
+
+
 def populate_model(
     b: Builder,
     data: ModelData,
@@ -223,6 +243,7 @@ def populate_model(
     add_deadlines(b, data)
     if with_budgets:
         add_power_budgets(b, data)
+    add_fairness(b, data)
     if extra_functionality is not None:
         extra_functionality(b, data)
     extra = extra_objective.add(b, data) if extra_objective is not None else []

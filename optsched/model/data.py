@@ -144,7 +144,13 @@ def workload_arrays(workload: Workload, must: tuple[int, ...]) -> Arrays:
 
 @dataclass(frozen=True)
 class ModelData:
+    """The workload's index sets and coefficients. The fairness objectives also take `solo`, each job's best
+    speedup alone on the fleet (optsched.solve.fairness computes it), and, for their second solve, `fairness_floor`,
+    the fairness value every plan must keep."""
+
     workload: Workload
+    solo: tuple[float, ...] = ()
+    fairness_floor: float | None = None
 
     @property
     def jobs(self) -> tuple[Job, ...]:
@@ -286,6 +292,12 @@ class ModelData:
     @cached_property
     def _best_speedups(self) -> tuple[float, ...]:
         return tuple(best_speedups(self.arrays).tolist())
+
+    @cached_property
+    def normalisers(self) -> tuple[float, ...]:
+        """S_j^solo per job: `solo`, or without it the speedup on the fastest eligible devices ignoring budgets
+        (an upper bound of S_j^solo, for callers that build a model without solving the solo problems)."""
+        return self.solo if self.solo else self._best_speedups
 
     @cached_property
     def idle_power_w(self) -> float:

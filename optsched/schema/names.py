@@ -21,6 +21,8 @@ class Family(StrEnum):
     speedup_cut = "speedup_cut"
     deadline = "deadline"
     power_budget = "power_budget"
+    fairness = "fairness"  # z <= a job's (team's) normalised speedup: the max-min objective's rows
+    fairness_floor = "fairness_floor"  # the second solve keeps every job (team) within the tolerance of the max-min
 
 
 def constraint_name(family: Family, key: str | None) -> str:

@@ -40,6 +40,25 @@ class Placement(_Frozen):
     deadline_hours: float | None = None
     meets_deadline: bool | None = Field(description="null when the job has no deadline.")
     allocations: tuple[Allocation, ...] = ()
+    team: str | None = Field(default=None, description="The job's team (null when the workload names none).")
+    solo_speedup: float | None = Field(
+        default=None,
+        description="Fairness objectives: the job's best speedup alone on the fleet under the same budgets and its "
+        "own max_devices (the normaliser; null otherwise).",
+    )
+
+
+class TeamShare(_Frozen):
+    """One team's part of a plan (docs/guides/fairness.md)."""
+
+    team: str
+    share: float = Field(description="The team's share of the fleet (the workload's teams, summing to 1).")
+    jobs: int = Field(description="Jobs of the team; admitted ones hold devices.")
+    devices: int = Field(description="Devices the team's admitted jobs hold.")
+    device_share: float = Field(description="devices / devices the plan uses (0 when it uses none).")
+    normalised_speedup: float | None = Field(
+        default=None, description="Sum over the team's jobs of S_j / S_j^solo (fairness objectives only)."
+    )
 
 
 class DeviceUse(_Frozen):
@@ -59,7 +78,8 @@ class Suggestion(_Frozen):
 
     kind: str = Field(
         description="raise_budget, extend_deadline, lower_priority, remove_job, lower_memory, lower_min_devices, "
-        "add_allowed_model"
+        "add_allowed_model, plan_night (a fairness objective whose jobs do not all fit at once: the night planner "
+        "shares the fleet over time; target empty)"
     )
     target: str = Field(description="JSON path of the workload field to change, e.g. power.domains.rack2")
     current: Any
@@ -89,6 +109,12 @@ class Plan(_Frozen):
     )
     warnings: tuple[str, ...] = ()
     rounds: int = Field(default=0, description="Cut-refinement rounds (MILP solves) used.")
+    fairness: float | None = Field(
+        default=None,
+        description="Fairness objectives: max_min_speedup min_j S_j / (w_j S_j^solo), team_max_min min_T "
+        "(sum_{j in T} S_j / S_j^solo) / share_T; the verifier recomputes it (null for the other objectives).",
+    )
+    teams: tuple[TeamShare, ...] = Field(default=(), description="Per team, when any job names a team.")
     timings: dict[str, float] = Field(
         default_factory=dict, description="Seconds per phase: validate, build, handoff, solve (highs inside), extract."
     )

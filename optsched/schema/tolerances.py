@@ -7,3 +7,6 @@ TIME_TOL_HOURS = 1e-6
 DEADLINE_RTOL = 1e-6
 # Watts: a draw this far above a budget still holds it (the solver's row tolerance, summed over a few rows).
 POWER_TOL_W = 1e-6
+# The fairness objectives' second solve maximises the weighted speedup among plans whose fairness value is at least
+# (1 - FAIRNESS_TOLERANCE) x the max-min plan's (docs/guides/fairness.md): 1 % of fairness buys the throughput back.
+FAIRNESS_TOLERANCE = 0.01

@@ -27,7 +27,9 @@ from optsched.schema.limits import check_document
 
 # The objectives a workload may name; optsched.model.objectives registers one implementation for each (a test
 # checks the two agree), so the schema does not depend on the model.
-OBJECTIVE_NAMES = ("weighted_speedup", "min_power")
+OBJECTIVE_NAMES = ("weighted_speedup", "min_power", "max_min_speedup", "team_max_min")
+# The objectives that normalise each job's speedup by its speedup alone on the fleet (docs/guides/fairness.md).
+FAIR_OBJECTIVES = frozenset({"max_min_speedup", "team_max_min"})
 
 
 class Priority(StrEnum):
@@ -189,10 +191,20 @@ class Job(Frozen):
     speed_on: IdMap[Speed] = Field(
         default_factory=dict, description="Model -> multiplier of that model's speed for this job."
     )
+    team: Id | None = Field(
+        default=None,
+        description="Team the job belongs to (team_max_min shares the fleet between teams; null: a team of its own, "
+        "named after the job).",
+    )
 
     @property
     def is_hard(self) -> bool:
         return self.priority in HARD_PRIORITIES
+
+    @property
+    def team_name(self) -> str:
+        """The job's team, or its own id when it names none."""
+        return self.id if self.team is None else self.team
 
     @property
     def objective_weight(self) -> float:
@@ -244,8 +256,25 @@ class Workload(Frozen):
     devices: tuple[DeviceGroup, ...] = Field(min_length=1)
     jobs: tuple[Job, ...] = ()
     power: Power = Power()
-    objective: str = "weighted_speedup"
+    objective: str = Field(
+        default="weighted_speedup",
+        json_schema_extra={"enum": list(OBJECTIVE_NAMES)},
+        description="What the plan optimises: one of optsched.OBJECTIVES (docs/concepts.md, docs/guides/fairness.md).",
+    )
+    teams: IdMap[Weight] = Field(
+        default_factory=dict,
+        description="Team -> share of the fleet under team_max_min (relative; shares are divided by their sum). "
+        "Empty: every team present gets an equal share; when set, it names every job's team.",
+    )
     options: Options = Options()
+
+    def team_shares(self) -> dict[str, float]:
+        """Each team of the jobs -> its share (sum 1): `teams` divided by their sum over the teams with jobs,
+        else equal shares (teams in the order their first job appears)."""
+        present = list(dict.fromkeys(job.team_name for job in self.jobs))
+        raw = {t: (self.teams.get(t, 0.0) if self.teams else 1.0) for t in present}
+        total = sum(raw.values())
+        return {t: v / total for t, v in raw.items()} if total > 0 else {}
 
     @field_validator("objective")
     @classmethod
@@ -318,6 +347,11 @@ def _semantic_problems(w: Workload) -> list[FieldError]:
         if j.max_devices is not None and j.min_devices > j.max_devices:
             problems.append(
                 FieldError(f"jobs[{i}].min_devices", f"min_devices {j.min_devices} > max_devices {j.max_devices}")
+            )
+        if w.teams and j.team_name not in w.teams:
+            what = f"team {j.team!r} is" if j.team is not None else "no team is"
+            problems.append(
+                FieldError(f"jobs[{i}].team", f"{what} given but teams lists {sorted(w.teams)}: name one of them")
             )
     return problems
 
@@ -410,4 +444,6 @@ def workload_warnings(w: Workload) -> list[str]:
             warnings.append(f"job {j.id!r}: speed_on model {m!r} matches no device")
     for name in sorted(set(w.power.domains) - domains):
         warnings.append(f"power.domains: domain {name!r} has no devices")
+    for name in sorted(set(w.teams) - {j.team_name for j in w.jobs}):
+        warnings.append(f"teams: team {name!r} has no jobs")
     return warnings

@@ -7,8 +7,8 @@ import time
 
 from optsched.model.amdahl import speedup
 from optsched.model.data import ModelData, Option
-from optsched.model.objectives import Objective
-from optsched.schema.plan import Allocation, DeviceUse, Placement, Plan, Status
+from optsched.model.objectives import OBJECTIVES, Objective, fairness_value
+from optsched.schema.plan import Allocation, DeviceUse, Placement, Plan, Status, TeamShare
 from optsched.schema.tolerances import DEADLINE_RTOL
 
 Counts = dict[tuple[int, int, int], int]  # (job, group, level) -> devices
@@ -47,6 +47,33 @@ def exact_speedups(data: ModelData, counts, used: list[Used] | None = None) -> l
 
 def weighted(data: ModelData, speedups: list[float]) -> float:
     return sum(job.objective_weight * s for job, s in zip(data.jobs, speedups, strict=True))
+
+
+def has_teams(data: ModelData) -> bool:
+    """Plans report per-team shares when a job names a team or the objective shares between teams."""
+    return data.workload.objective == "team_max_min" or any(job.team is not None for job in data.jobs)
+
+
+def team_shares(data: ModelData, counts, speedups: list[float]) -> tuple[TeamShare, ...]:
+    """Per team: its share, jobs, devices held and their share of the devices used, and under a fairness
+    objective its summed normalised speedup."""
+    if not has_teams(data):
+        return ()
+    fair = OBJECTIVES[data.workload.objective].fair
+    solo = data.normalisers
+    held = [0] * len(data.jobs)
+    for (j, _, _), n in counts.items():
+        held[j] += n
+    total = sum(held)
+    out = []
+    for team, share in data.workload.team_shares().items():
+        jobs = [j for j, job in enumerate(data.jobs) if job.team_name == team]
+        devices = sum(held[j] for j in jobs)
+        out.append(TeamShare(
+            team=team, share=share, jobs=len(jobs), devices=devices, device_share=devices / total if total else 0.0,
+            normalised_speedup=sum(speedups[j] / solo[j] for j in jobs if solo[j] > 0) if fair else None,
+        ))
+    return tuple(out)
 
 
 def group_use(data: ModelData, counts) -> tuple[list[int], list[float]]:
@@ -98,6 +125,7 @@ def device_uses(data: ModelData, counts) -> tuple[DeviceUse, ...]:
 def placements(data: ModelData, counts, by_job: list[Used] | None = None) -> tuple[Placement, ...]:
     out = []
     by_job = used_by_job(data, counts) if by_job is None else by_job
+    solo = data.normalisers if OBJECTIVES[data.workload.objective].fair else None
     for j, job in enumerate(data.jobs):
         used = sorted((o for o, _ in by_job[j]), key=lambda o: (-o.speed, o.group, o.level))
         s_host, r = aggregate(by_job[j])
@@ -126,6 +154,8 @@ def placements(data: ModelData, counts, by_job: list[Used] | None = None) -> tup
                     )
                     for o in used
                 ),
+                team=job.team,
+                solo_speedup=None if solo is None else solo[j],
             )
         )
     return tuple(out)
@@ -139,7 +169,7 @@ def extract(
     exact = exact_speedups(data, counts, by_job)
     ws = weighted(data, exact)
     total = power(data, counts)
-    value = objective.value(ws, total)
+    value = objective.value(data, exact, total)
     if bound is not None:
         # The best plan is exact; a bound that crosses it by rounding is clamped to it.
         bound = max(bound, value) if objective.sense == "max" else min(bound, value)
@@ -160,6 +190,8 @@ def extract(
         devices=device_uses(data, counts),
         warnings=warnings,
         rounds=rounds,
+        fairness=fairness_value(data, exact) if objective.fair else None,
+        teams=team_shares(data, counts, exact),
     )
 
 
@@ -184,4 +216,5 @@ def empty_plan(data: ModelData, status: Status, diagnosis, warnings, started, ro
         diagnosis=tuple(diagnosis),
         warnings=warnings,
         rounds=rounds,
+        teams=team_shares(data, counts, [0.0] * len(data.jobs)),
     )

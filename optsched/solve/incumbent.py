@@ -9,7 +9,7 @@ import time
 from optsched.model.amdahl import speedup
 from optsched.model.data import ModelData
 from optsched.model.expressions import budgets
-from optsched.model.objectives import TIE_BREAK_SHARE, ExtraObjective, Objective
+from optsched.model.objectives import TIE_BREAK_SHARE, ExtraObjective, Objective, fairness_upper_bound
 from optsched.schema.plan import Plan, Status
 from optsched.schema.tolerances import DEADLINE_RTOL, POWER_TOL_W
 from optsched.solve.extract import (
@@ -21,7 +21,6 @@ from optsched.solve.extract import (
     power,
     relative_gap,
     used_by_job,
-    weighted,
 )
 from optsched.solve.options import OnIncumbent, Progress
 
@@ -68,7 +67,9 @@ class IncumbentTracker:
         """Keep `counts` as the incumbent if it is a feasible plan better than the one we have."""
         if counts is None or not feasible(self.data, counts):
             return
-        value = self.objective.value(weighted(self.data, exact_speedups(self.data, counts)), power(self.data, counts))
+        value = self.objective.value(self.data, exact_speedups(self.data, counts), power(self.data, counts))
+        if not math.isfinite(value):
+            return  # a plan the objective refuses (below a fairness floor)
         if self.extra is not None:
             value += self.extra.value(self.data, counts)
         if self.best_value is None or (value > self.best_value if self.maximise else value < self.best_value):
@@ -124,7 +125,10 @@ class IncumbentTracker:
 
 
 def trivial_bound(data: ModelData, objective: Objective) -> float:
-    """Every job at its best speedup, ignoring capacity and power (max); the idle draw (min)."""
+    """Every job at its best speedup, ignoring capacity and power (max); the idle draw (min); a fairness first
+    solve: every job at its solo speedup."""
+    if objective.fair and data.fairness_floor is None:
+        return fairness_upper_bound(data)
     if objective.sense == "max":
         return sum(job.objective_weight * data.best_speedup(j) for j, job in enumerate(data.jobs))
     return data.idle_power_w

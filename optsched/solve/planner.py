@@ -18,6 +18,7 @@ from optsched.solve.budget import TimeBudget
 from optsched.solve.construct import construct
 from optsched.solve.diagnosis import diagnose_infeasible, precheck
 from optsched.solve.extract import empty_plan, extract, power
+from optsched.solve.fairness import solve_fair
 from optsched.solve.incumbent import IncumbentTracker, trivial_bound
 from optsched.solve.options import SolveOptions
 from optsched.solve.strategies import choose_strategy
@@ -55,10 +56,18 @@ def solve_workload(
     """
     started = time.monotonic()
     workload = Workload.load(source)
+    if OBJECTIVES[workload.objective].fair:
+        return solve_fair(workload, options, started, solve_data)
+    return solve_data(ModelData(workload), options, started)
+
+
+def solve_data(data: ModelData, options: SolveOptions, started: float) -> Plan:
+    """solve_workload on a workload's model data (a fairness solve passes its solo speedups and floor in it);
+    `started` is when the call began (time.monotonic())."""
+    workload = data.workload
     validated = time.monotonic()
     time_limit = workload.options.time_limit_s if options.time_limit_s is None else options.time_limit_s
     gap = workload.options.mip_gap if options.mip_gap is None else options.mip_gap
-    data = ModelData(workload)
     warnings = tuple(workload_warnings(workload))
 
     reasons = precheck(data)
@@ -67,7 +76,7 @@ def solve_workload(
     objective = OBJECTIVES[workload.objective]
     if not data.arrays.eligible.any():
         # Nothing can run anywhere and precheck found no must-run job: the empty plan is the only plan.
-        value = objective.value(0.0, power(data, {}))
+        value = objective.value(data, [0.0] * len(data.jobs), power(data, {}))
         return extract(data, objective, {}, Status.optimal, value, warnings, started, rounds=0)
 
     budget = TimeBudget(started + time_limit)

@@ -10,8 +10,12 @@ workload and plan schemas and the written semantics:
   ``R`` the summed speed of all allocated devices; ``runtime_hours = work_hours / S``;
   each device carries ``speed / R`` of the parallel part;
 * critical/high jobs must be admitted; admitted jobs with a deadline must meet it;
-* objectives: ``weighted_speedup`` (sum of priority weight x weight x S over admitted jobs) and
-  ``min_power`` (every job admitted; total watts).
+* objectives: ``weighted_speedup`` (sum of priority weight x weight x S over admitted jobs),
+  ``min_power`` (every job admitted; total watts), and the fairness objectives (every job admitted):
+  ``max_min_speedup`` min_j S_j / (weight_j S_j^solo) and ``team_max_min`` min over teams T of
+  (sum_{j in T} S_j / S_j^solo) / share_T, shares the workload's ``teams`` over their sum (equal without them),
+  S_j^solo the plan's ``solo_speedup`` of each job (a solve of the job alone; checked here only to be positive
+  and at most the job's speedup on its fastest eligible devices, which no budget can raise).
 """
 
 from __future__ import annotations
@@ -30,7 +34,16 @@ from optsched.schema.errors import FieldError, InvalidPlan
 from optsched.schema.names import Family, constraint_name
 from optsched.schema.plan import FEASIBLE_STATUSES, Allocation, Placement, Plan
 from optsched.schema.tolerances import DEADLINE_RTOL
-from optsched.schema.workload import PRIORITY_WEIGHT, DeviceGroup, Job, PowerLevel, Priority, Workload, field_errors
+from optsched.schema.workload import (
+    FAIR_OBJECTIVES,
+    PRIORITY_WEIGHT,
+    DeviceGroup,
+    Job,
+    PowerLevel,
+    Priority,
+    Workload,
+    field_errors,
+)
 
 __all__ = [
     "verify",
@@ -170,6 +183,8 @@ def _evaluate_resolved(
             by_domain[g.domain] += group_power[g.id]
     total = sum(group_power.values())
     objective = total if w.objective == "min_power" else weighted
+    if w.objective in FAIR_OBJECTIVES:
+        objective = math.nan  # needs each job's S^solo, which only a plan reports (verify recomputes it there)
     return {
         "jobs": out_jobs,
         "used": used,
@@ -392,9 +407,9 @@ def check_admission(ctx: _Ctx) -> list[str]:
         if job.is_hard:
             out.append(f"{constraint_name(Family.must_run, job.id)}: job {job.id!r}: {Priority(job.priority).value} "
                        "priority job is not admitted")
-        elif ctx.w.objective == "min_power":
-            out.append(f"{constraint_name(Family.must_run, job.id)}: job {job.id!r}: objective min_power requires "
-                       "every job to be admitted")
+        elif ctx.w.objective == "min_power" or ctx.w.objective in FAIR_OBJECTIVES:
+            out.append(f"{constraint_name(Family.must_run, job.id)}: job {job.id!r}: objective {ctx.w.objective} "
+                       "requires every job to be admitted")
     for pl in ctx.plan.placements:
         if not pl.admitted and pl.allocations:
             n = sum(a.count for a in pl.allocations)
@@ -576,11 +591,110 @@ def check_objective(ctx: _Ctx) -> list[str]:
             f"{ctx.weighted_speedup:.9g}"
         )
     expected = ctx.power_w if ctx.w.objective == "min_power" else ctx.weighted_speedup
+    if ctx.w.objective in FAIR_OBJECTIVES:
+        recomputed = fairness(ctx)
+        if recomputed is None:
+            return out  # check_fairness names the missing solo speedups
+        expected = recomputed
     if plan.objective is None:
         if plan.status in FEASIBLE_STATUSES:
             out.append(f"objective: status {plan.status.value} but objective is null (recomputed {expected:.9g})")
     elif not ctx.close(plan.objective, expected):
         out.append(f"objective: plan reports {ctx.w.objective} = {plan.objective:.9g}, recomputed {expected:.9g}")
+    return out
+
+
+def _speedups(ctx: _Ctx) -> dict[str, float]:
+    """Job id -> recomputed S (0 when not admitted)."""
+    out = {job.id: 0.0 for job in ctx.w.jobs}
+    for i, pl in enumerate(ctx.plan.placements):
+        if i in ctx.metrics:
+            out[pl.job] = ctx.metrics[i][0]
+    return out
+
+
+def _shares(w: Workload) -> dict[str, float]:
+    """Team -> share: `teams` over their sum across the teams with jobs, else equal; a job without a team is a
+    team of its own, named after it."""
+    present = list(dict.fromkeys(j.id if j.team is None else j.team for j in w.jobs))
+    raw = {t: (w.teams.get(t, 0.0) if w.teams else 1.0) for t in present}
+    total = sum(raw.values())
+    return {t: v / total for t, v in raw.items()} if total > 0 else {}
+
+
+def fairness(ctx: _Ctx) -> float | None:
+    """The fairness objective's value recomputed from the placements and their solo speedups (None when one is
+    missing or not positive)."""
+    solo = {pl.job: pl.solo_speedup for pl in ctx.plan.placements}
+    if any(not (solo.get(job.id) or 0.0) > 0 for job in ctx.w.jobs):
+        return None
+    s = _speedups(ctx)
+    normalised = {job.id: s[job.id] / float(solo[job.id] or 1.0) for job in ctx.w.jobs}
+    if ctx.w.objective == "max_min_speedup":
+        return min((normalised[job.id] / job.weight for job in ctx.w.jobs), default=0.0)
+    teams: dict[str, float] = defaultdict(float)
+    for job in ctx.w.jobs:
+        teams[job.id if job.team is None else job.team] += normalised[job.id]
+    shares = _shares(ctx.w)
+    return min((value / shares[team] for team, value in teams.items()), default=0.0)
+
+
+def _fastest(job: Job, w: Workload) -> float:
+    """The job's speedup on its fastest eligible devices at their fastest levels, up to max_devices (no budget)."""
+    speeds = sorted(
+        ((max(device_speed(job, g, lv) for lv in g.power_levels), g.count) for g in w.devices if eligible(job, g)),
+        reverse=True,
+    )
+    left = job.max_devices if job.max_devices is not None else sum(c for _, c in speeds)
+    units = []
+    for speed, count in speeds:
+        take = min(count, left)
+        units.append((take, speed))
+        left -= take
+    return amdahl_speedup(job.parallel_fraction, units)[0]
+
+
+def check_fairness(ctx: _Ctx) -> list[str]:
+    """Under a fairness objective each job reports a solo speedup in (0, fastest], and `fairness` equals the value
+    recomputed from the placements; teams report the shares, devices and normalised speedups recomputed here."""
+    out: list[str] = []
+    plan, w = ctx.plan, ctx.w
+    fair = w.objective in FAIR_OBJECTIVES
+    if fair and plan.status in FEASIBLE_STATUSES:
+        for pl in plan.placements:
+            job = ctx.jobs.get(pl.job)
+            if job is None:
+                continue
+            if pl.solo_speedup is None or not pl.solo_speedup > 0:
+                out.append(f"{constraint_name(Family.fairness, job.id)}: job {job.id!r}: no positive solo_speedup, "
+                           f"which {w.objective} normalises by")
+            elif not ctx.within(pl.solo_speedup, _fastest(job, w)):
+                out.append(f"{constraint_name(Family.fairness, job.id)}: job {job.id!r}: solo_speedup "
+                           f"{pl.solo_speedup:.9g} above its speedup on its fastest devices {_fastest(job, w):.9g}")
+        value = fairness(ctx)
+        if value is not None and (plan.fairness is None or not ctx.close(plan.fairness, value)):
+            out.append(f"fairness: plan reports {plan.fairness}, recomputed {value:.9g}")
+    if plan.teams:
+        shares, s = _shares(w), _speedups(ctx)
+        held: dict[str, int] = defaultdict(int)
+        for i, pl in enumerate(plan.placements):
+            job = ctx.jobs.get(pl.job)
+            if job is not None and i in ctx.metrics:
+                held[job.id if job.team is None else job.team] += sum(a.count for a in pl.allocations)
+        solo = {pl.job: pl.solo_speedup for pl in plan.placements}
+        for team in plan.teams:
+            if team.team not in shares:
+                out.append(f"team {team.team!r}: no job of the workload is in it")
+                continue
+            if not ctx.close(team.share, shares[team.team]) or team.devices != held[team.team]:
+                out.append(f"team {team.team!r}: reports share {team.share:.9g} and {team.devices} devices, "
+                           f"recomputed {shares[team.team]:.9g} and {held[team.team]}")
+            jobs = [j for j in w.jobs if (j.id if j.team is None else j.team) == team.team]
+            if fair and team.normalised_speedup is not None and all(solo.get(j.id) for j in jobs):
+                value = sum(s[j.id] / float(solo[j.id] or 1.0) for j in jobs)
+                if not ctx.close(team.normalised_speedup, value):
+                    out.append(f"team {team.team!r}: reports normalised speedup {team.normalised_speedup:.9g}, "
+                               f"recomputed {value:.9g}")
     return out
 
 
@@ -599,6 +713,7 @@ CHECKS: tuple[Callable[[_Ctx], list[str]], ...] = (
     check_reported_power,
     check_device_use,
     check_objective,
+    check_fairness,
 )
 
 

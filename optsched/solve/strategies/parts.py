@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from optsched.model.data import ModelData
-from optsched.model.objectives import Objective
+from optsched.model.objectives import OBJECTIVES, Objective
 from optsched.solve.bound import Lagrangian
 from optsched.solve.budget import TimeBudget
 from optsched.solve.construct import improve
@@ -30,7 +30,8 @@ class Parts(Strategy):
 
     @classmethod
     def applies(cls, data: ModelData, options: SolveOptions, has_first_plan: bool) -> bool:
-        return splittable(options, has_first_plan)
+        # The max-min couples every job to every other: parts solved apart would each maximise their own minimum.
+        return splittable(options, has_first_plan) and not OBJECTIVES[data.workload.objective].fair
 
     @classmethod
     def create(cls, options: SolveOptions, solve_part: SolveFn) -> Strategy:
