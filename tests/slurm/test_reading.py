@@ -128,3 +128,17 @@ def test_no_node_to_plan_on_is_one_clear_refusal_naming_each_node():
     with pytest.raises(SlurmInputError, match="no node can take jobs now") as caught:
         build_import(Site(), Snapshot(parse_nodes(doc), ()), night_start=None, name="t", now=NOW)
     assert all(f"node n{i} is down" in str(caught.value) for i in range(1, 5))
+
+
+def test_accounts_map_to_teams_through_the_site_file_or_by_their_own_name():
+    doc = queue()
+    doc["jobs"][0]["account"] = "vision-lab"
+    snapshot = Snapshot(parse_nodes(recorded("sinfo-drain-down.json")), parse_jobs(doc))
+    assert snapshot.job("1") is not None and snapshot.job("1").account == "vision-lab"
+    own = build_import(Site(), snapshot, night_start=None, name="t", now=NOW)
+    assert [j.team for j in own.workload.jobs] == ["vision-lab"]
+    mapped = build_import(Site(teams={"vision-lab": "vision"}), snapshot, night_start=None, name="t", now=NOW)
+    assert [j.team for j in mapped.workload.jobs] == ["vision"]
+    doc["jobs"][0]["account"] = ""
+    none = build_import(Site(), Snapshot(snapshot.nodes, parse_jobs(doc)), night_start=None, name="t", now=NOW)
+    assert [j.team for j in none.workload.jobs] == [None]

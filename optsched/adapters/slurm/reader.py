@@ -161,6 +161,9 @@ def _job(site: Site, job: SlurmJob, *, night: bool, begin: float) -> dict[str, A
     }
     if profile.weight is not None:
         out["weight"] = profile.weight
+    team = site.team_of(job.account)
+    if team is not None:
+        out["team"] = team
     deadline = profile.deadline_hours
     if job.deadline:
         deadline = min(deadline or float("inf"), (job.deadline - begin) / HOUR_S)

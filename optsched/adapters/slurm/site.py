@@ -62,6 +62,11 @@ class Site(Frozen):
     domains: tuple[Domain, ...] = ()
     priorities: dict[str, Priority] = Field(default_factory=dict, description="QOS or partition -> priority.")
     profiles: tuple[NamedProfile, ...] = Field(default=(), description="Profiles by job name, first match wins.")
+    teams: dict[str, Id] = Field(
+        default_factory=dict,
+        description="Slurm account -> the job's team (team_max_min shares between teams); an account not listed is "
+        "a team of its own name.",
+    )
 
     @model_validator(mode="after")
     def one_domain_per_node(self) -> Site:
@@ -78,6 +83,10 @@ class Site(Frozen):
 
     def domain_of(self, node: str) -> str | None:
         return next((d.id for d in self.domains if node in d.nodes), None)
+
+    def team_of(self, account: str) -> str | None:
+        """The team of a job charged to `account`: the site's mapping, else the account's name (None: no account)."""
+        return self.teams.get(account, account) if account else None
 
     def profile_for(self, job_name: str) -> Profile | None:
         return next((p for p in self.profiles if fnmatch.fnmatchcase(job_name, p.pattern)), None)

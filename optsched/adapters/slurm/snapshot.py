@@ -95,6 +95,7 @@ class _Job(_Read):
     partition: str
     priority: int
     nodes: str
+    account: str = ""
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,7 @@ class SlurmJob:
     qos: str
     partition: str
     nodes: str  # where it runs (running jobs)
+    account: str = ""  # the Slurm account it is charged to ("" when none)
 
     @property
     def pending(self) -> bool:
@@ -263,4 +265,5 @@ def _job(row: _Job) -> SlurmJob:
         qos=row.qos,
         partition=row.partition,
         nodes=row.nodes,
+        account=row.account,
     )
