@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from optsched.night.fairness import rhos, team_nights
 from optsched.schema.night import (
     CriticalPath,
     DeviceUtilisation,
@@ -69,6 +70,8 @@ def summarize(
         device_utilisation=_utilisation(queue, jobs, horizon),
         events=len(events),
         decisions_at_time_limit=decisions_at_time_limit,
+        max_rho=max(rhos(queue, jobs).values(), default=None),
+        teams=team_nights(queue, jobs, horizon),
     )
 
 

@@ -396,6 +396,20 @@ class DeviceUtilisation(_Frozen):
     utilisation: float = Field(description="busy device-hours / (count x horizon_hours).")
 
 
+class TeamNight(_Frozen):
+    """One team's part of the night (docs/guides/fairness.md)."""
+
+    team: str
+    share: float = Field(description="The team's share (the queue's teams, summing to 1; equal without them).")
+    jobs: int
+    device_hours: float = Field(description="Device-hours the team's jobs held over the horizon (restarts included).")
+    device_hours_share: float = Field(description="device_hours / all jobs' device-hours (0 when none ran).")
+    worst_rho: float | None = Field(
+        description="Largest finish-time fairness rho of the team's finished jobs (null: none finished)."
+    )
+    never_ran: int = Field(description="Jobs of the team that never ran (their rho is unbounded).")
+
+
 class NightSummary(_Frozen):
     policy: str
     status: NightStatus
@@ -429,6 +443,12 @@ class NightSummary(_Frozen):
     decisions_at_time_limit: int = Field(
         description="Planner solves that stopped at their time limit (0 for baselines)."
     )
+    max_rho: float | None = Field(
+        default=None,
+        description="Finish-time fairness: the largest rho_j = (finish - release) / (work_j / S_j^equal) over "
+        "finished jobs, S_j^equal the job's speedup on 1/n of every eligible device group (n jobs in the queue).",
+    )
+    teams: tuple[TeamNight, ...] = Field(default=(), description="Per team, when any job names a team.")
 
 
 class NightPlan(_Frozen):

@@ -74,9 +74,10 @@ def solve_fair(workload: Workload, options: SolveOptions, started: float, solve_
 
     second = solve_data(
         second_data,
+        # `progress` speaks in fairness units: the second solve's weighted speedups would read as a jump.
         options.replace(
             time_limit_s=max(MIN_SOLO_S, deadline - time.monotonic()), warm_start=allocations(first),
-            on_incumbent=on_incumbent if options.on_incumbent is not None else None,
+            on_incumbent=on_incumbent if options.on_incumbent is not None else None, progress=None,
         ),
         time.monotonic(),
     )

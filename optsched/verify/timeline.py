@@ -634,6 +634,31 @@ def check_summary(ctx: _Ctx) -> list[str]:
     return out
 
 
+def check_team_shares(ctx: _Ctx) -> list[str]:
+    """Each team's device-hours (restarts included, cut at the horizon) and their share match the segments."""
+    s = ctx.p.summary
+    if not s.teams:
+        return []
+    team_of = {j.id: (j.id if j.team is None else j.team) for j in ctx.w.jobs}
+    held: dict[str, float] = {}
+    for t in ctx.p.jobs:
+        hours = sum(
+            len(a.devices) * max(0.0, min(x.to_hours, s.horizon_hours) - x.from_hours)
+            for x in t.segments for a in x.allocations
+        )
+        name = team_of.get(t.job, t.job)
+        held[name] = held.get(name, 0.0) + hours
+    total = sum(held.values())
+    out = []
+    for team in s.teams:
+        want = held.get(team.team, 0.0)
+        share = want / total if total > 0 else 0.0
+        if not ctx.close(team.device_hours, want) or not ctx.close(team.device_hours_share, share):
+            out.append(f"summary: team {team.team!r} reports {team.device_hours:.9g} device-hours "
+                       f"({team.device_hours_share:.4f}), the segments give {want:.9g} ({share:.4f})")
+    return out
+
+
 CHECKS: tuple[Callable[[_Ctx], list[str]], ...] = (
     check_jobs_listed,
     check_segments,
@@ -646,6 +671,7 @@ CHECKS: tuple[Callable[[_Ctx], list[str]], ...] = (
     check_events,
     check_deadlines,
     check_summary,
+    check_team_shares,
 )
 
 

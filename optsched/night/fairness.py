@@ -1,0 +1,66 @@
+"""Fairness over the night, measured on a finished timeline (docs/guides/fairness.md): each team's share of the
+device-hours, and Themis's and Gavel's finish-time fairness rho.
+
+rho_j = (finish_j - release_j) / T_j^equal, T_j^equal = work_j / S_j^equal: the time job j would take on an equal
+1/n share of the fleet, n the jobs of the queue. The share is 1/n of the devices of every group eligible for the
+job (at most max_devices of them), at their fastest level; budgets are left out, as Themis leaves out everything
+but devices. Below one device the job time-shares its fastest device (S^equal = R^equal); above it Amdahl's law
+applies with that device as the host. rho <= 1: the job did at least as well as under an equal split.
+"""
+
+from __future__ import annotations
+
+from optsched.model.amdahl import speedup
+from optsched.model.data import eligible
+from optsched.schema.night import JobTimeline, NightQueue, TeamNight
+from optsched.schema.workload import Job
+
+
+def equal_share_speedup(queue: NightQueue, job: Job) -> float:
+    """S_j^equal (speed units; 0 when no device is eligible)."""
+    n = max(1, len(queue.jobs))
+    units = [
+        (g.count / n, max(lv.speed for lv in g.power_levels) * job.speed_on.get(g.model, 1.0))
+        for g in queue.devices if eligible(job, g)
+    ]
+    devices = sum(c for c, _ in units)
+    if not devices:
+        return 0.0
+    scale = min(1.0, job.max_devices / devices) if job.max_devices is not None else 1.0
+    host = max(s for _, s in units)
+    r = scale * sum(c * s for c, s in units)
+    return r if r <= host else speedup(job.parallel_fraction, host, r)
+
+
+def rhos(queue: NightQueue, jobs: tuple[JobTimeline, ...]) -> dict[str, float]:
+    """Job id -> rho for every finished job."""
+    by_id = {j.id: j for j in queue.jobs}
+    out = {}
+    for t in jobs:
+        s = equal_share_speedup(queue, by_id[t.job])
+        if t.finish_hours is not None and s > 0:
+            out[t.job] = (t.finish_hours - t.release_hours) / (t.work_hours / s)
+    return out
+
+
+def team_nights(queue: NightQueue, jobs: tuple[JobTimeline, ...], horizon: float) -> tuple[TeamNight, ...]:
+    """Per team: share, device-hours held and their share, worst rho; () when no job names a team."""
+    if not any(j.team is not None for j in queue.jobs):
+        return ()
+    team_of = {j.id: j.team_name for j in queue.jobs}
+    held = {t.job: sum(
+        len(a.devices) * max(0.0, min(s.to_hours, horizon) - s.from_hours) for s in t.segments for a in s.allocations
+    ) for t in jobs}
+    total = sum(held.values())
+    rho = rhos(queue, jobs)
+    out = []
+    for team, share in queue.team_shares().items():
+        members = [t for t in jobs if team_of[t.job] == team]
+        hours = sum(held[t.job] for t in members)
+        worst = [rho[t.job] for t in members if t.job in rho]
+        out.append(TeamNight(
+            team=team, share=share, jobs=len(members), device_hours=hours,
+            device_hours_share=hours / total if total > 0 else 0.0, worst_rho=max(worst) if worst else None,
+            never_ran=sum(1 for t in members if t.finish_hours is None),
+        ))
+    return tuple(out)

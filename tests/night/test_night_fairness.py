@@ -1,0 +1,56 @@
+"""Fairness over the night in the summary: finish-time fairness rho and each team's share of the device-hours,
+hand-computed on tiny queues and recomputed by the timeline verifier."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from optsched.night import plan_night
+from optsched.verify.timeline import verify_timeline
+from tests.night.conftest import START, night_checked
+from tests.night.night_factories import night_queues
+from tests.support.factories import device, job, workload
+
+
+def test_one_job_alone_has_rho_one_and_every_device_hour():
+    # n = 1: the equal share is the whole fleet, 2 devices at speed 1, p = 1: T^equal = 4 / 2 = 2 h, run as planned.
+    queue = workload([device("g", "m", 2, [(100, 1.0)])], [job("a", work=4.0, p=1.0, team="x")])
+    plan = night_checked(queue, hours=8)
+    assert plan.summary.max_rho == pytest.approx(1.0)
+    (team,) = plan.summary.teams
+    assert (team.team, team.jobs, team.never_ran) == ("x", 1, 0)
+    assert team.device_hours == pytest.approx(4.0) and team.device_hours_share == pytest.approx(1.0)
+
+
+def test_team_shares_of_device_hours_and_worst_rho_match_the_timeline():
+    # Two p = 1 jobs of 2 h on 2 devices: the equal share is one device each, T^equal = 2 h. Whatever the order,
+    # the later job finishes at 2 h (rho 1) and both teams hold 2 device-hours each.
+    queue = workload(
+        [device("g", "m", 2, [(100, 1.0)])],
+        [job("a", work=2.0, p=1.0, team="x"), job("b", work=2.0, p=1.0, team="y")],
+    )
+    plan = night_checked(queue, hours=8)
+    assert plan.summary.max_rho == pytest.approx(1.0)
+    assert {t.team: round(t.device_hours, 6) for t in plan.summary.teams} == {"x": 2.0, "y": 2.0}
+    assert [t.share for t in plan.summary.teams] == [0.5, 0.5]
+    tampered = plan.summary.model_copy(update={"teams": (
+        plan.summary.teams[0].model_copy(update={"device_hours": 3.0}), *plan.summary.teams[1:])})
+    problems = verify_timeline(queue, plan.model_copy(update={"summary": tampered}))
+    assert any("team 'x' reports 3 device-hours" in p for p in problems), problems
+
+
+def test_without_teams_the_summary_lists_none():
+    plan = plan_night(workload([device("g", "m", 1, [(100, 1.0)])], [job("a", work=1.0)]), start=START, hours=4)
+    assert plan.summary.teams == () and plan.summary.max_rho is not None
+
+
+@pytest.mark.slow
+@given(night_queues(), st.sampled_from([["x"], ["x", "y"]]))
+def test_random_queues_report_team_shares_the_verifier_recomputes(queue, teams):
+    queue = {**queue, "jobs": [{**j, "team": teams[k % len(teams)]} for k, j in enumerate(queue["jobs"])]}
+    plan = night_checked(queue, hours=8)
+    ran = [t for t in plan.summary.teams if t.device_hours > 0]
+    if ran:
+        assert sum(t.device_hours_share for t in plan.summary.teams) == pytest.approx(1.0)
