@@ -37,6 +37,7 @@ from bench.night_queues import generate as night_queue
 from optsched.schema.tolerances import FAIRNESS_TOLERANCE
 from optsched.schema.workload import Workload
 from optsched.testing.instances import generate
+from optsched.verify.timeline import verify_timeline
 
 OBJECTIVES = ("weighted_speedup", "max_min_speedup", "team_max_min")
 NIGHT_ONLY = ("release_hours", "after", "checkpoint_hours", "restart_hours", "elastic")
@@ -120,6 +121,26 @@ def equal_allocation(counts: np.ndarray, n: int) -> np.ndarray:
     """Gavel's X^equal: every job 1/n of every type's time, scaled so that a job's fractions sum to at most 1."""
     equal = np.tile(counts / n, (n, 1))
     return equal / np.maximum(1.0, equal.sum(axis=1, keepdims=True))
+
+
+def night_teams(seed: int) -> list[str]:
+    """The night planner's own timeline of a small queue, its jobs in the teams of `with_teams`: per team its
+    share of the device-hours and its worst finish-time fairness rho (the night has no fairness objective yet)."""
+    document = night_queue(seed, "small")
+    for j in document["jobs"]:
+        p = j["parallel_fraction"]
+        j["team"] = "comm" if p < 0.9 else ("mid" if p < 0.97 else "parallel")
+    started = time.monotonic()
+    plan = optsched.plan_night(document, start=datetime.datetime(2026, 12, 1, 22), hours=8)
+    seconds = time.monotonic() - started
+    problems = len(verify_timeline(document, plan))
+    rho = "-" if plan.summary.max_rho is None else f"{plan.summary.max_rho:.2f}"
+    print(f"night small-{seed}: {seconds:.1f} s, max rho {rho}", flush=True)
+    return [
+        f"| small-{seed} | {t.team} | {t.jobs} | {t.share:.0%} | {t.device_hours:.1f} | {t.device_hours_share:.0%} | "
+        + ("-" if t.worst_rho is None else f"{t.worst_rho:.2f}") + f" | {t.never_ran} | {rho} | {problems} |"
+        for t in plan.summary.teams
+    ]
 
 
 def gavel_lp(throughput: np.ndarray, counts: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, float]:
@@ -240,8 +261,10 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[Row] = []
     for seed in range(args.seeds):
         rows += compare(f"M seed {seed}", generate("M", seed), args.time_limit)
+    nights: list[str] = []
     for seed in range(1, args.queues + 1):
         rows += compare(f"night small-{seed}", snapshot(night_queue(seed, "small")), args.time_limit)
+        nights += night_teams(seed)
     lines = [
         "# Fairness benchmark",
         "",
@@ -257,6 +280,15 @@ def main(argv: list[str] | None = None) -> None:
         "*price*: the weighted speedup given up against weighted_speedup.",
         "",
         *table(rows),
+        "## The night planner's timelines (weighted objective)",
+        "",
+        "The same small queues planned over an 8-hour night by `plan_night`; rho = (finish - release) / (work / "
+        "speedup on 1/n of the fleet), n the queue's jobs (optsched/night/fairness.py).",
+        "",
+        "| queue | team | jobs | share | device-hours | of all | worst rho | never ran | max rho | violations |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *nights,
+        "",
         "## Beside Gavel's max-min fairness (one device per job, p = 1)",
         "",
         *gavel_case(2),
