@@ -64,3 +64,29 @@ def team_nights(queue: NightQueue, jobs: tuple[JobTimeline, ...], horizon: float
             never_ran=sum(1 for t in members if t.finish_hours is None),
         ))
     return tuple(out)
+
+
+def progress_by_morning(jobs: tuple[JobTimeline, ...], hours: float) -> dict[str, float]:
+    """Job id -> the share of its work done by the end of the night (0..1; work lost to failures not counted)."""
+    out = {}
+    for t in jobs:
+        done = sum(
+            s.work_hours * max(0.0, min(1.0, (hours - s.from_hours) / (s.to_hours - s.from_hours)))
+            - (s.rolled_back_hours if s.to_hours <= hours else 0.0)
+            for s in t.segments if s.to_hours > s.from_hours
+        )
+        out[t.job] = max(0.0, min(1.0, done / t.work_hours)) if t.work_hours > 0 else 1.0
+    return out
+
+
+def night_fairness(queue: NightQueue, jobs: tuple[JobTimeline, ...], hours: float) -> float:
+    """The queue's fairness objective over the night, on progress by morning x_j: max_min_speedup
+    min_j x_j / weight_j, team_max_min min over teams of (sum of its x_j) / share (0 without jobs)."""
+    x = progress_by_morning(jobs, hours)
+    if queue.objective == "team_max_min":
+        teams: dict[str, float] = {}
+        for job in queue.jobs:
+            teams[job.team_name] = teams.get(job.team_name, 0.0) + x.get(job.id, 0.0)
+        shares = queue.team_shares()
+        return min((v / shares[t] for t, v in teams.items()), default=0.0)
+    return min((x.get(job.id, 0.0) / job.weight for job in queue.jobs), default=0.0)

@@ -53,6 +53,7 @@ from optsched.schema.night import NightQueue
 from optsched.schema.plan import FEASIBLE_STATUSES, Plan, Status
 from optsched.schema.tolerances import POWER_TOL_W, TIME_TOL_HOURS
 from optsched.schema.workload import (
+    FAIR_OBJECTIVES,
     PRIORITY_WEIGHT,
     Job,
     Options,
@@ -129,7 +130,7 @@ def _number(x: Any, *, low: float, high: float = math.inf, open_low: bool = Fals
 
 def night_warnings(workload: NightQueue) -> tuple[str, ...]:
     warnings = workload_warnings(workload)
-    if workload.objective != "weighted_speedup":
+    if workload.objective not in ("weighted_speedup", *FAIR_OBJECTIVES):  # fairness ranks the candidates
         warnings.append(
             f"plan_night maximises weighted speedup at each event; objective {workload.objective!r} is not used"
         )

@@ -13,7 +13,9 @@ The candidates (every one deterministic, every timeline checked by the same rule
   as many devices as keep its Amdahl efficiency >= 1/2; for queues of at most EFFICIENT_MAX_JOBS jobs.
 
 The timeline kept is the best by (hard deadlines missed, jobs never run, weighted mean completion, soft
-deadlines missed, makespan, energy), the candidates' order breaking ties. `NightPlan.chosen` names it.
+deadlines missed, makespan, energy), the candidates' order breaking ties. `NightPlan.chosen` names it. Under a
+fairness objective (max_min_speedup, team_max_min) the queue's fairness by morning ranks right after the jobs
+never run: the night picks the fairest candidate; each event's MILP still maximises weighted speedup.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 
 from optsched.night.dispatch import DispatchPolicy
 from optsched.night.engine import OnFailure, Policy, ProgressCallback, simulate
+from optsched.night.fairness import night_fairness
 from optsched.night.milp import (
     NIGHT_MIP_GAP,
     NIGHT_TIME_LIMIT_S,
@@ -36,7 +39,7 @@ from optsched.night.milp import (
 )
 from optsched.schema.errors import FieldError, InvalidWorkload
 from optsched.schema.night import NightPlan, NightQueue
-from optsched.schema.workload import Workload
+from optsched.schema.workload import FAIR_OBJECTIVES, Workload
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +114,7 @@ def plan_night(
             progress=progress,
             warnings=warnings,
         )
-        key = (*score(plan), k)
+        key = (*score(plan, workload), k)
         logger.debug("night candidate %s: %s", policy.name, key)
         if best is None or key < best[0]:
             best = (key, plan)
@@ -126,13 +129,20 @@ def plan_night(
     )
 
 
-def score(plan: NightPlan) -> tuple:
-    """(hard deadlines missed, jobs never run, weighted mean completion, soft misses, makespan, energy): lower wins."""
+def score(plan: NightPlan, queue: NightQueue | None = None) -> tuple:
+    """(hard deadlines missed, jobs never run, weighted mean completion, soft misses, makespan, energy): lower wins.
+    Under a fairness objective of `queue` its value over the night (optsched.night.fairness.night_fairness, higher
+    is fairer) comes before the weighted mean completion, and the largest finish-time rho after it."""
     s = plan.summary
     wmct = s.weighted_mean_completion_hours
+    fair: tuple = ()
+    if queue is not None and queue.objective in FAIR_OBJECTIVES:
+        rho = math.inf if s.max_rho is None else round(s.max_rho, 9)
+        fair = (-round(night_fairness(queue, plan.jobs, plan.hours), 9), rho)
     return (
         len(s.hard_deadlines_missed),
         len(s.never_ran),
+        *fair,
         math.inf if wmct is None else round(wmct, 9),
         len(s.soft_deadlines_missed),
         round(s.makespan_hours, 9),

@@ -8,6 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optsched.night import plan_night
+from optsched.night.fairness import night_fairness, progress_by_morning
+from optsched.night.planner import CANDIDATE_NAMES
+from optsched.schema.night import NightQueue as Queue
 from optsched.verify.timeline import verify_timeline
 from tests.night.conftest import START, night_checked
 from tests.night.night_factories import night_queues
@@ -54,3 +57,29 @@ def test_random_queues_report_team_shares_the_verifier_recomputes(queue, teams):
     ran = [t for t in plan.summary.teams if t.device_hours > 0]
     if ran:
         assert sum(t.device_hours_share for t in plan.summary.teams) == pytest.approx(1.0)
+
+
+def test_a_fairness_objective_picks_the_fairest_candidate_timeline():
+    # Two devices, team x's two 4 h jobs and team y's 1 h job, a 3 h night: the candidates differ in how much of
+    # each team's work is done by morning. After deadlines and jobs never run, the fairest by morning is chosen.
+    queue = workload(
+        [device("g", "m", 2, [(100, 1.0)])],
+        [job("a", work=4.0, p=1.0, team="x"), job("b", work=4.0, p=1.0, team="x"),
+         job("c", work=1.0, p=1.0, team="y")],
+        objective="team_max_min",
+    )
+    plan = night_checked(queue, hours=3)
+    assert not any("is not used" in w for w in plan.warnings)
+    chosen = night_fairness(Queue.load(queue), plan.jobs, 3)
+    for name in CANDIDATE_NAMES:
+        alone = night_checked(queue, hours=3, candidates=(name,))
+        if len(alone.summary.hard_deadlines_missed) == 0 and len(alone.summary.never_ran) == len(
+                plan.summary.never_ran):
+            assert night_fairness(Queue.load(queue), alone.jobs, 3) <= chosen + 1e-9, name
+
+
+def test_progress_by_morning_counts_the_work_done_before_the_night_ends():
+    queue = workload([device("g", "m", 1, [(100, 1.0)])], [job("a", work=4.0, p=1.0)])
+    plan = night_checked(queue, hours=2)
+    assert progress_by_morning(plan.jobs, 2.0) == {"a": pytest.approx(0.5)}
+    assert progress_by_morning(plan.jobs, 8.0) == {"a": pytest.approx(1.0)}
