@@ -15,8 +15,6 @@ from optsched.solve.columns.master import Column, ColumnMaster
 PRICE_BLOCK = 128
 # Extra levels tried besides the frontier: the cheapest per unit of speed at the current prices.
 EXTRA_LEVELS = 3
-# Weight of the sample's prices in the prices the rounds price at (the LP's duals have the rest).
-SMOOTHING = 0.5
 # Hosts per job the spread families try (those the single-level family rates best).
 SPREAD_HOSTS = 4
 # A reduced profit below this (relative to the job's weight) is no improvement.
@@ -33,16 +31,30 @@ class Pricing:
         self.a = master.a
 
     def price(
-        self, sigma: np.ndarray, mu: np.ndarray, lam: np.ndarray, upper: np.ndarray | None = None
+        self, sigma: np.ndarray, mu: np.ndarray, lam: np.ndarray, upper: np.ndarray | None = None,
+        enough: int | None = None,
     ) -> list[tuple[int, Column]]:
         """Allocations with a positive reduced profit at these duals, the best one per job. `upper`
-        (a bound on each job's best profit at these prices, `bound_jobs`) skips the jobs that cannot have one."""
+        (a bound on each job's best profit at these prices, `JobBounds.bound`) skips the jobs that cannot have
+        one. Partial pricing: with `enough`, the jobs are priced most promising first (the largest upper_j -
+        sigma_j, what the Lagrangian bound credits the job beyond what the master pays it), in segments of
+        `enough` jobs, and pricing stops after the segment where `enough` columns are found; an empty answer
+        still means that no candidate has a column."""
         pi = self.master.level_prices(mu, lam)
         tol = REDUCED_TOL * self.a.weight
         candidates = self.master.row >= 0 if upper is None else (upper - sigma > tol) & (self.master.row >= 0)
+        jobs = np.flatnonzero(candidates)
+        if enough is None or upper is None or len(jobs) <= enough:
+            segments = [jobs]
+        else:
+            jobs = jobs[np.argsort(-(upper - sigma)[jobs], kind="stable")]
+            segments = [jobs[i: i + enough] for i in range(0, len(jobs), enough)]
         out: list[tuple[int, Column]] = []
-        for block in self._blocks(np.flatnonzero(candidates)):
-            out.extend(self._price_block(block, sigma, pi))
+        for segment in segments:
+            for block in self._blocks(segment):
+                out.extend(self._price_block(block, sigma, pi))
+            if enough is not None and len(out) >= enough:
+                break
         return out
 
     def _blocks(self, jobs: np.ndarray) -> list[np.ndarray]:
@@ -259,13 +271,6 @@ class Pricing:
             columns.append(tuple(sorted(column.items())))
         return gains, columns
 
-    def smoothed(self, sigma, mu, lam, upper, center_mu, center_lam) -> list[tuple[int, Column]]:
-        """Columns priced at SMOOTHING x the center's prices + the rest x the LP's, for the jobs that may have
-        an improving column at the LP's (`upper`, as for `price`)."""
-        mu_s = SMOOTHING * center_mu + (1.0 - SMOOTHING) * mu
-        lam_s = SMOOTHING * center_lam + (1.0 - SMOOTHING) * lam
-        return self.price(sigma, mu_s, lam_s, upper)
-
     def improving(self, new: list[tuple[int, Column]], sigma, mu, lam) -> list[tuple[int, Column]]:
         """Those of `new` with a positive reduced profit at these duals."""
         pi = self.master.level_prices(mu, lam)
@@ -274,10 +279,11 @@ class Pricing:
             if self.master.value_of(j, c) - sum(pi[k] * n for k, n in c) - sigma[j] > REDUCED_TOL * self.a.weight[j]
         ]
 
-    def seed(self, mu: np.ndarray, lam: np.ndarray) -> int:
-        """Each job's best column at these device prices (sigma = 0): without them the first rounds' duals are
-        about 0 and every job asks for its largest allocation."""
-        return self.master.add(self.price(np.zeros(self.master.jobs), mu, lam))
+    def seed(self, mu: np.ndarray, lam: np.ndarray, upper: np.ndarray | None = None, enough: int | None = None) -> int:
+        """Each job's best column at these device prices (sigma = 0; with `upper` and `enough`, only the most
+        promising jobs', as in `price`): without them the first rounds' duals are about 0 and every job asks for
+        its largest allocation."""
+        return self.master.add(self.price(np.zeros(self.master.jobs), mu, lam, upper, enough))
 
 
 def frontier(a: Arrays, s_all: np.ndarray, pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
