@@ -4,6 +4,7 @@
     python -m bench.large --runs racks:2K:60:2,plain:XL:60:1 --out /tmp/x.md
     python -m bench.large --undecomposed racks:2K:60:1      # also the same instance without decomposition
     python -m bench.large --parts racks:2K:60:1             # also the same instance by parts (columns off)
+    python -m bench.large --strategy columns --runs racks:10K:60:1   # a strategy forced (default: auto, by size)
 
 A run is FAMILY:SIZE:TIME_LIMIT_S:SEEDS. Families: `plain` (optsched.testing.instances.generate: S, M, L, XL),
 `racks` (generate_racks: per-rack budgets, a quarter hard jobs; M, L, 2K, 5K, 10K, 20K) and `racks3` (the
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import optsched
 from optsched.baselines import BASELINES
+from optsched.solve.options import STRATEGY_NAMES, StrategyName
 from optsched.testing.instances import RACK_SIZES, SIZES, generate, generate_racks
 from optsched.verify.placement import verify
 
@@ -84,13 +86,15 @@ def again(
 
 
 def run(
-    family: str, size: str, seed: int, limit: float, baseline_max_jobs: int, undecomposed: bool, by_parts: bool = False
+    family: str, size: str, seed: int, limit: float, baseline_max_jobs: int, undecomposed: bool, by_parts: bool = False,
+    strategy: StrategyName = "auto",
 ) -> Result:
     document = instance(family, size, seed)
     seen: list[tuple[float, optsched.Plan]] = []
     start = time.monotonic()
     plan = optsched.plan(
-        document, time_limit_s=limit, on_incumbent=lambda p: seen.append((time.monotonic() - start, p))
+        document, time_limit_s=limit, on_incumbent=lambda p: seen.append((time.monotonic() - start, p)),
+        options=optsched.SolveOptions(strategy=strategy),
     )
     wall = time.monotonic() - start
     workload = optsched.Workload.load(document)
@@ -193,6 +197,7 @@ def main(argv=None) -> None:
     parser.add_argument("--undecomposed", default="", help="runs (same syntax) also solved without decomposition")
     parser.add_argument("--parts", default="", help="runs (same syntax) also solved by parts, columns off")
     parser.add_argument("--baseline-max-jobs", type=int, default=2000)
+    parser.add_argument("--strategy", default="auto", choices=STRATEGY_NAMES, help="SolveOptions.strategy")
     parser.add_argument("--out", default="bench/results/planner-large.md")
     args = parser.parse_args(argv)
     undecomposed = {tuple(spec.split(":")[:2]) for spec in args.undecomposed.split(",") if spec}
@@ -205,7 +210,7 @@ def main(argv=None) -> None:
         for seed in range(int(seeds)):
             r = run(
                 family, size, seed, float(limit), args.baseline_max_jobs, (family, size) in undecomposed,
-                (family, size) in by_parts,
+                (family, size) in by_parts, args.strategy,
             )
             results.append(r)
             loads.append(os.getloadavg()[0])
