@@ -51,17 +51,20 @@ EARLY_STOP = 0.25
 class Controls:
     """How the rounds run; the planner uses the defaults, tests and benchmarks compare others. 0 turns each
     mechanism off: `smoothing` (Wentges: price at smoothing x the prices of the least bound so far + the rest x
-    the LP duals), `partial` (columns asked per round, as a share of the jobs; PARTIAL_MIN at least),
-    `drop_after` (rounds a column may stay unused), `early_stop` (share of the gap, see EARLY_STOP)."""
+    the LP duals), `partial` (columns asked per round, as a share of the jobs; `partial_min` at least),
+    `drop_after` (rounds a column may stay unused), `early_stop` (share of the gap, see EARLY_STOP). `workers`:
+    processes pricing the blocks of jobs of a round (1: this one; the columns are the same)."""
 
     smoothing: float = SMOOTHING
     partial: float = PARTIAL_SHARE
+    partial_min: int = PARTIAL_MIN
     drop_after: int = DROP_AFTER
     early_stop: float = EARLY_STOP
+    workers: int = 1
 
     def wanted(self, jobs: int) -> int | None:
         """Columns a round asks for (None: every job is priced)."""
-        return max(PARTIAL_MIN, math.ceil(self.partial * jobs)) if self.partial > 0 else None
+        return max(self.partial_min, math.ceil(self.partial * jobs)) if self.partial > 0 else None
 
 
 @dataclass(frozen=True)
@@ -130,12 +133,24 @@ def solve_by_columns(
     `controls.early_stop` of the gap of the LP), the bound refined, then the integer master: first over the
     columns near the LP optimum, then over all of them. `best()` gives the best plan so far and its value (the
     master starts from it); every integer plan goes to `consider`, every bound to `on_bound`."""
+    master = ColumnMaster(data)
+    pricing, bounds = Pricing(master, controls.workers), JobBounds(master)
+    try:
+        return _generate_and_solve(data, master, pricing, bounds, best, budget, gap, consider, on_bound, threads,
+                                   controls)
+    finally:
+        pricing.close()
+
+
+def _generate_and_solve(
+    data: ModelData, master: ColumnMaster, pricing: Pricing, bounds: JobBounds,
+    best: Callable[[], tuple[Counts, float]], budget: TimeBudget, gap: float, consider: Consider,
+    on_bound: Callable[[float], None], threads: int | None, controls: Controls,
+) -> ColumnStats:
     started = time.monotonic()
     generation = budget.share(COLUMNS_SHARE)
     sampling = generation.share(SAMPLE_SHARE)
     stats = ColumnStats()
-    master = ColumnMaster(data)
-    pricing, bounds = Pricing(master), JobBounds(master)
     first, _ = best()
     master.add_counts(first)
     enough = controls.wanted(len(data.jobs))
