@@ -8,7 +8,9 @@
 
 A run is FAMILY:SIZE:TIME_LIMIT_S:SEEDS. Families: `plain` (optsched.testing.instances.generate: S, M, L, XL),
 `racks` (generate_racks: per-rack budgets, a quarter hard jobs; M, L, 2K, 5K, 10K, 20K) and `racks3` (the
-same devices in three times the groups: 4-10 devices a group, so jobs often need several). Every plan,
+same devices in three times the groups: 4-10 devices a group, so jobs often need several) and `mixed`
+(`generate_mixed`: every catalog model in groups of 2-6 devices, each group's speed and power binned apart, per-rack
+and fleet budgets, jobs from 1 to 2,000 hours and 1 to 64 devices). Every plan,
 optsched's interim ones included, goes through the verifier. The workload is passed as a JSON dict, so the
 times include validation. Baselines run on the same instances (the slow ones only up to `--baseline-max-jobs`).
 """
@@ -17,8 +19,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import math
 import os
 import platform
+import random
 import statistics
 import sys
 import time
@@ -28,6 +32,7 @@ from pathlib import Path
 
 import optsched
 from optsched.baselines import BASELINES
+from optsched.schema.catalog import device_catalog
 from optsched.solve.options import STRATEGY_NAMES, StrategyName
 from optsched.testing.instances import RACK_SIZES, SIZES, generate, generate_racks
 from optsched.verify.placement import verify
@@ -59,7 +64,68 @@ class Result:
     by_parts: tuple[str, float | None, float | None, float] | None = None
 
 
+# Jobs and device groups of the `mixed` family per size (the rack sizes' jobs, four times their groups).
+MIXED_SIZES = {size: (jobs, 4 * groups) for size, (jobs, groups) in RACK_SIZES.items()}
+MIXED_GROUPS_PER_RACK = 8
+
+
+def generate_mixed(size: str, seed: int) -> optsched.Workload:
+    """A fleet of many device types with few devices each and jobs of very different sizes: group g is a
+    catalog model (cycled) with 2-6 devices whose speeds are scaled by one bin factor (0.7-1.3) and whose caps by
+    another (0.8-1.2), so speed per watt varies within a model too; racks of 8 groups each have a budget
+    (60-85 % of their peak) under a fleet budget (55-75 %). Jobs: work log-uniform over 1-2,000 h, max_devices
+    1-64 (log-uniform), parallel fraction 0.5-0.999, a deadline on 40 % of them (1-4 x the work over 4 reference
+    devices), weights 1-4."""
+    n_jobs, n_groups = MIXED_SIZES[size]
+    rng = random.Random(f"mixed-{size}-{seed}")
+    catalog = device_catalog()
+    models = sorted(catalog)
+    devices = []
+    for g in range(n_groups):
+        model = models[g % len(models)]
+        speed_bin, power_bin = rng.uniform(0.7, 1.3), rng.uniform(0.8, 1.2)
+        entry = catalog[model]
+        devices.append({
+            "id": f"m{g:04d}-{model.lower()}",
+            "model": model,
+            "count": rng.randint(2, 6),
+            "domain": f"rack{g // MIXED_GROUPS_PER_RACK:03d}",
+            "idle_w": round(entry["idle_w"] * power_bin, 1),
+            "power_levels": [
+                {"cap_w": round(lv["cap_w"] * power_bin, 1), "speed": round(lv["speed"] * speed_bin, 4)}
+                for lv in entry["power_levels"]
+            ],
+        })
+    jobs = []
+    for j in range(n_jobs):
+        work = round(math.exp(rng.uniform(0.0, math.log(2000.0))), 2)
+        job: dict = {
+            "id": f"job-{j:05d}",
+            "work_hours": work,
+            "parallel_fraction": round(rng.uniform(0.5, 0.999), 3),
+            "max_devices": max(1, round(math.exp(rng.uniform(0.0, math.log(64.0))))),
+            "weight": float(rng.randint(1, 4)),
+        }
+        if rng.random() < 0.4:
+            job["deadline_hours"] = round(work / 4.0 * rng.uniform(1.0, 4.0), 2)
+        jobs.append(job)
+    peak: dict[str, float] = {}
+    for d in devices:
+        peak[d["domain"]] = peak.get(d["domain"], 0.0) + d["count"] * max(lv["cap_w"] for lv in d["power_levels"])
+    return optsched.Workload.load({
+        "name": f"mixed-{size}-seed{seed}",
+        "devices": devices,
+        "jobs": jobs,
+        "power": {
+            "budget_w": round(sum(peak.values()) * rng.uniform(0.55, 0.75)),
+            "domains": {rack: round(p * rng.uniform(0.6, 0.85)) for rack, p in peak.items()},
+        },
+    })
+
+
 def instance(family: str, size: str, seed: int) -> dict:
+    if family == "mixed":
+        return generate_mixed(size, seed).model_dump(mode="json", exclude_unset=True)
     if family == "racks3":
         workload = generate_racks(size, seed, group_factor=3)
     else:
@@ -136,6 +202,8 @@ def worst_low(values, fmt: str) -> str:
 
 
 def shape(family: str, size: str) -> str:
+    if family == "mixed":
+        return f"{MIXED_SIZES[size][0]:,} x {MIXED_SIZES[size][1]}"
     if family in ("racks", "racks3"):
         jobs, groups = RACK_SIZES[size]
         return f"{jobs:,} x {groups * (3 if family == 'racks3' else 1)}"
