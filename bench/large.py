@@ -5,6 +5,7 @@
     python -m bench.large --undecomposed racks:2K:60:1      # also the same instance without decomposition
     python -m bench.large --parts racks:2K:60:1             # also the same instance by parts (columns off)
     python -m bench.large --strategy columns --runs racks:10K:60:1   # a strategy forced (default: auto, by size)
+    python -m bench.large --rounds --runs racks:2K:90:1     # also each column generation round's LP and bound
 
 A run is FAMILY:SIZE:TIME_LIMIT_S:SEEDS. Families: `plain` (optsched.testing.instances.generate: S, M, L, XL),
 `racks` (generate_racks: per-rack budgets, a quarter hard jobs; M, L, 2K, 5K, 10K, 20K) and `racks3` (the
@@ -19,10 +20,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import logging
 import math
 import os
 import platform
 import random
+import re
 import statistics
 import sys
 import time
@@ -62,6 +65,23 @@ class Result:
     baselines: dict[str, tuple[str, float]] = field(default_factory=dict)
     undecomposed: tuple[str, float | None, float | None, float] | None = None
     by_parts: tuple[str, float | None, float | None, float] | None = None
+    rounds: list[tuple[float, float, float]] = field(default_factory=list)  # (s since the call, LP, bound)
+
+
+class RoundLog(logging.Handler):
+    """Collects column generation's rounds from its debug log: (seconds since `start`, LP value, bound)."""
+
+    PATTERN = re.compile(r"column generation round \d+: LP ([-\d.e+]+), bound ([-\d.e+inf]+)")
+
+    def __init__(self, start: float):
+        super().__init__(logging.DEBUG)
+        self.start = start
+        self.rounds: list[tuple[float, float, float]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        found = self.PATTERN.match(record.getMessage())
+        if found:
+            self.rounds.append((time.monotonic() - self.start, float(found[1]), float(found[2])))
 
 
 # Jobs and device groups of the `mixed` family per size (the rack sizes' jobs, four times their groups).
@@ -153,21 +173,30 @@ def again(
 
 def run(
     family: str, size: str, seed: int, limit: float, baseline_max_jobs: int, undecomposed: bool, by_parts: bool = False,
-    strategy: StrategyName = "auto",
+    strategy: StrategyName = "auto", rounds: bool = False,
 ) -> Result:
     document = instance(family, size, seed)
     seen: list[tuple[float, optsched.Plan]] = []
     start = time.monotonic()
-    plan = optsched.plan(
-        document, time_limit_s=limit, on_incumbent=lambda p: seen.append((time.monotonic() - start, p)),
-        options=optsched.SolveOptions(strategy=strategy),
-    )
+    logger = logging.getLogger("optsched.solve.columns.generation")
+    handler, level = RoundLog(start), logger.level
+    if rounds:
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+    try:
+        plan = optsched.plan(
+            document, time_limit_s=limit, on_incumbent=lambda p: seen.append((time.monotonic() - start, p)),
+            options=optsched.SolveOptions(strategy=strategy),
+        )
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
     wall = time.monotonic() - start
     workload = optsched.Workload.load(document)
     violations = len(verify(workload, plan)) + sum(len(verify(workload, p)) for _, p in seen)
     result = Result(
         family, size, seed, limit, wall, seen[0][0] if seen else None, plan.status.value, plan.objective, plan.bound,
-        plan.gap, len(seen), violations, method(plan),
+        plan.gap, len(seen), violations, method(plan), rounds=handler.rounds,
     )
     for name, baseline in BASELINES.items():
         if name not in FAST_BASELINES and len(workload.jobs) > baseline_max_jobs:
@@ -259,6 +288,29 @@ def details(results: list[Result]) -> list[str]:
     return lines
 
 
+def round_details(results: list[Result]) -> list[str]:
+    """Per run: rounds, median seconds per round, the LP at rounds 5, 10 and the last, the bound at 10 and last."""
+    lines = [
+        "| instance | rounds | first round s | s per round (median) | LP at round 5 / 10 / last | "
+        "rounds' bound at round 10 / last |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+
+    def at(rs, i: int, k: int) -> str:
+        return format(rs[i - 1][k], ",.0f") if len(rs) >= i else "-"
+
+    for r in results:
+        rs = r.rounds
+        if not rs:
+            continue
+        per = statistics.median(b[0] - a[0] for a, b in zip(rs, rs[1:], strict=False)) if len(rs) > 1 else math.nan
+        lines.append(
+            f"| {r.family}-{r.size}-{r.seed} | {len(rs)} | {rs[0][0]:.1f} | {per:.2f} | "
+            f"{at(rs, 5, 1)} / {at(rs, 10, 1)} / {rs[-1][1]:,.0f} | {at(rs, 10, 2)} / {rs[-1][2]:,.0f} |"
+        )
+    return lines
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", default=DEFAULT_RUNS)
@@ -266,6 +318,7 @@ def main(argv=None) -> None:
     parser.add_argument("--parts", default="", help="runs (same syntax) also solved by parts, columns off")
     parser.add_argument("--baseline-max-jobs", type=int, default=2000)
     parser.add_argument("--strategy", default="auto", choices=STRATEGY_NAMES, help="SolveOptions.strategy")
+    parser.add_argument("--rounds", action="store_true", help="also report column generation's rounds")
     parser.add_argument("--out", default="bench/results/planner-large.md")
     args = parser.parse_args(argv)
     undecomposed = {tuple(spec.split(":")[:2]) for spec in args.undecomposed.split(",") if spec}
@@ -278,7 +331,7 @@ def main(argv=None) -> None:
         for seed in range(int(seeds)):
             r = run(
                 family, size, seed, float(limit), args.baseline_max_jobs, (family, size) in undecomposed,
-                (family, size) in by_parts, args.strategy,
+                (family, size) in by_parts, args.strategy, args.rounds,
             )
             results.append(r)
             loads.append(os.getloadavg()[0])
@@ -310,6 +363,7 @@ def main(argv=None) -> None:
         "",
         *details(results),
         "",
+        *(["## Column generation's rounds", "", *round_details(results), ""] if args.rounds else []),
     ]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text("\n".join(lines) + "\n")

@@ -62,7 +62,8 @@ class SolveOptions:
     # An M-sized MILP proves 1 % in about a second (bench/results/planner.md).
     part_options: int = 15_000
     part_workers: int = 2
-    # One: on 2 shared cores, 2 and 4 pricing processes were measured no faster (docs/benchmarks/planner-large.md).
+    # One: on 2 cores shared at load 16, two processes priced a 5,000-job round 1.3x faster and four no faster
+    # than two (a larger share of a busy host rather than more cores), not yet measured in whole solves.
     pricing_workers: int = 1
 
     def __post_init__(self) -> None:
