@@ -4,10 +4,14 @@
     python -m bench.large --runs racks:2K:60:2,plain:XL:60:1 --out /tmp/x.md
     python -m bench.large --undecomposed racks:2K:60:1      # also the same instance without decomposition
     python -m bench.large --parts racks:2K:60:1             # also the same instance by parts (columns off)
+    python -m bench.large --strategy columns --runs racks:10K:60:1   # a strategy forced (default: auto, by size)
+    python -m bench.large --rounds --runs racks:2K:90:1     # also each column generation round's LP and bound
 
 A run is FAMILY:SIZE:TIME_LIMIT_S:SEEDS. Families: `plain` (optsched.testing.instances.generate: S, M, L, XL),
 `racks` (generate_racks: per-rack budgets, a quarter hard jobs; M, L, 2K, 5K, 10K, 20K) and `racks3` (the
-same devices in three times the groups: 4-10 devices a group, so jobs often need several). Every plan,
+same devices in three times the groups: 4-10 devices a group, so jobs often need several) and `mixed`
+(`generate_mixed`: every catalog model in groups of 2-6 devices, each group's speed and power binned apart, per-rack
+and fleet budgets, jobs from 1 to 2,000 hours and 1 to 64 devices). Every plan,
 optsched's interim ones included, goes through the verifier. The workload is passed as a JSON dict, so the
 times include validation. Baselines run on the same instances (the slow ones only up to `--baseline-max-jobs`).
 """
@@ -16,8 +20,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import logging
+import math
 import os
 import platform
+import random
+import re
 import statistics
 import sys
 import time
@@ -27,6 +35,8 @@ from pathlib import Path
 
 import optsched
 from optsched.baselines import BASELINES
+from optsched.schema.catalog import device_catalog
+from optsched.solve.options import STRATEGY_NAMES, StrategyName
 from optsched.testing.instances import RACK_SIZES, SIZES, generate, generate_racks
 from optsched.verify.placement import verify
 
@@ -55,9 +65,87 @@ class Result:
     baselines: dict[str, tuple[str, float]] = field(default_factory=dict)
     undecomposed: tuple[str, float | None, float | None, float] | None = None
     by_parts: tuple[str, float | None, float | None, float] | None = None
+    rounds: list[tuple[float, float, float]] = field(default_factory=list)  # (s since the call, LP, bound)
+
+
+class RoundLog(logging.Handler):
+    """Collects column generation's rounds from its debug log: (seconds since `start`, LP value, bound)."""
+
+    PATTERN = re.compile(r"column generation round \d+: LP ([-\d.e+]+), bound ([-\d.e+inf]+)")
+
+    def __init__(self, start: float):
+        super().__init__(logging.DEBUG)
+        self.start = start
+        self.rounds: list[tuple[float, float, float]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        found = self.PATTERN.match(record.getMessage())
+        if found:
+            self.rounds.append((time.monotonic() - self.start, float(found[1]), float(found[2])))
+
+
+# Jobs and device groups of the `mixed` family per size (the rack sizes' jobs, four times their groups).
+MIXED_SIZES = {size: (jobs, 4 * groups) for size, (jobs, groups) in RACK_SIZES.items()}
+MIXED_GROUPS_PER_RACK = 8
+
+
+def generate_mixed(size: str, seed: int) -> optsched.Workload:
+    """A fleet of many device types with few devices each and jobs of very different sizes: group g is a
+    catalog model (cycled) with 2-6 devices whose speeds are scaled by one bin factor (0.7-1.3) and whose caps by
+    another (0.8-1.2), so speed per watt varies within a model too; racks of 8 groups each have a budget
+    (60-85 % of their peak) under a fleet budget (55-75 %). Jobs: work log-uniform over 1-2,000 h, max_devices
+    1-64 (log-uniform), parallel fraction 0.5-0.999, a deadline on 40 % of them (1-4 x the work over 4 reference
+    devices), weights 1-4."""
+    n_jobs, n_groups = MIXED_SIZES[size]
+    rng = random.Random(f"mixed-{size}-{seed}")
+    catalog = device_catalog()
+    models = sorted(catalog)
+    devices = []
+    for g in range(n_groups):
+        model = models[g % len(models)]
+        speed_bin, power_bin = rng.uniform(0.7, 1.3), rng.uniform(0.8, 1.2)
+        entry = catalog[model]
+        devices.append({
+            "id": f"m{g:04d}-{model.lower()}",
+            "model": model,
+            "count": rng.randint(2, 6),
+            "domain": f"rack{g // MIXED_GROUPS_PER_RACK:03d}",
+            "idle_w": round(entry["idle_w"] * power_bin, 1),
+            "power_levels": [
+                {"cap_w": round(lv["cap_w"] * power_bin, 1), "speed": round(lv["speed"] * speed_bin, 4)}
+                for lv in entry["power_levels"]
+            ],
+        })
+    jobs = []
+    for j in range(n_jobs):
+        work = round(math.exp(rng.uniform(0.0, math.log(2000.0))), 2)
+        job: dict = {
+            "id": f"job-{j:05d}",
+            "work_hours": work,
+            "parallel_fraction": round(rng.uniform(0.5, 0.999), 3),
+            "max_devices": max(1, round(math.exp(rng.uniform(0.0, math.log(64.0))))),
+            "weight": float(rng.randint(1, 4)),
+        }
+        if rng.random() < 0.4:
+            job["deadline_hours"] = round(work / 4.0 * rng.uniform(1.0, 4.0), 2)
+        jobs.append(job)
+    peak: dict[str, float] = {}
+    for d in devices:
+        peak[d["domain"]] = peak.get(d["domain"], 0.0) + d["count"] * max(lv["cap_w"] for lv in d["power_levels"])
+    return optsched.Workload.load({
+        "name": f"mixed-{size}-seed{seed}",
+        "devices": devices,
+        "jobs": jobs,
+        "power": {
+            "budget_w": round(sum(peak.values()) * rng.uniform(0.55, 0.75)),
+            "domains": {rack: round(p * rng.uniform(0.6, 0.85)) for rack, p in peak.items()},
+        },
+    })
 
 
 def instance(family: str, size: str, seed: int) -> dict:
+    if family == "mixed":
+        return generate_mixed(size, seed).model_dump(mode="json", exclude_unset=True)
     if family == "racks3":
         workload = generate_racks(size, seed, group_factor=3)
     else:
@@ -84,20 +172,31 @@ def again(
 
 
 def run(
-    family: str, size: str, seed: int, limit: float, baseline_max_jobs: int, undecomposed: bool, by_parts: bool = False
+    family: str, size: str, seed: int, limit: float, baseline_max_jobs: int, undecomposed: bool, by_parts: bool = False,
+    strategy: StrategyName = "auto", rounds: bool = False,
 ) -> Result:
     document = instance(family, size, seed)
     seen: list[tuple[float, optsched.Plan]] = []
     start = time.monotonic()
-    plan = optsched.plan(
-        document, time_limit_s=limit, on_incumbent=lambda p: seen.append((time.monotonic() - start, p))
-    )
+    logger = logging.getLogger("optsched.solve.columns.generation")
+    handler, level = RoundLog(start), logger.level
+    if rounds:
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+    try:
+        plan = optsched.plan(
+            document, time_limit_s=limit, on_incumbent=lambda p: seen.append((time.monotonic() - start, p)),
+            options=optsched.SolveOptions(strategy=strategy),
+        )
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
     wall = time.monotonic() - start
     workload = optsched.Workload.load(document)
     violations = len(verify(workload, plan)) + sum(len(verify(workload, p)) for _, p in seen)
     result = Result(
         family, size, seed, limit, wall, seen[0][0] if seen else None, plan.status.value, plan.objective, plan.bound,
-        plan.gap, len(seen), violations, method(plan),
+        plan.gap, len(seen), violations, method(plan), rounds=handler.rounds,
     )
     for name, baseline in BASELINES.items():
         if name not in FAST_BASELINES and len(workload.jobs) > baseline_max_jobs:
@@ -132,6 +231,8 @@ def worst_low(values, fmt: str) -> str:
 
 
 def shape(family: str, size: str) -> str:
+    if family == "mixed":
+        return f"{MIXED_SIZES[size][0]:,} x {MIXED_SIZES[size][1]}"
     if family in ("racks", "racks3"):
         jobs, groups = RACK_SIZES[size]
         return f"{jobs:,} x {groups * (3 if family == 'racks3' else 1)}"
@@ -187,12 +288,37 @@ def details(results: list[Result]) -> list[str]:
     return lines
 
 
+def round_details(results: list[Result]) -> list[str]:
+    """Per run: rounds, median seconds per round, the LP at rounds 5, 10 and the last, the bound at 10 and last."""
+    lines = [
+        "| instance | rounds | first round s | s per round (median) | LP at round 5 / 10 / last | "
+        "rounds' bound at round 10 / last |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+
+    def at(rs, i: int, k: int) -> str:
+        return format(rs[i - 1][k], ",.0f") if len(rs) >= i else "-"
+
+    for r in results:
+        rs = r.rounds
+        if not rs:
+            continue
+        per = statistics.median(b[0] - a[0] for a, b in zip(rs, rs[1:], strict=False)) if len(rs) > 1 else math.nan
+        lines.append(
+            f"| {r.family}-{r.size}-{r.seed} | {len(rs)} | {rs[0][0]:.1f} | {per:.2f} | "
+            f"{at(rs, 5, 1)} / {at(rs, 10, 1)} / {rs[-1][1]:,.0f} | {at(rs, 10, 2)} / {rs[-1][2]:,.0f} |"
+        )
+    return lines
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", default=DEFAULT_RUNS)
     parser.add_argument("--undecomposed", default="", help="runs (same syntax) also solved without decomposition")
     parser.add_argument("--parts", default="", help="runs (same syntax) also solved by parts, columns off")
     parser.add_argument("--baseline-max-jobs", type=int, default=2000)
+    parser.add_argument("--strategy", default="auto", choices=STRATEGY_NAMES, help="SolveOptions.strategy")
+    parser.add_argument("--rounds", action="store_true", help="also report column generation's rounds")
     parser.add_argument("--out", default="bench/results/planner-large.md")
     args = parser.parse_args(argv)
     undecomposed = {tuple(spec.split(":")[:2]) for spec in args.undecomposed.split(",") if spec}
@@ -205,7 +331,7 @@ def main(argv=None) -> None:
         for seed in range(int(seeds)):
             r = run(
                 family, size, seed, float(limit), args.baseline_max_jobs, (family, size) in undecomposed,
-                (family, size) in by_parts,
+                (family, size) in by_parts, args.strategy, args.rounds,
             )
             results.append(r)
             loads.append(os.getloadavg()[0])
@@ -237,6 +363,7 @@ def main(argv=None) -> None:
         "",
         *details(results),
         "",
+        *(["## Column generation's rounds", "", *round_details(results), ""] if args.rounds else []),
     ]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text("\n".join(lines) + "\n")

@@ -18,7 +18,7 @@ from optsched.model.objectives import OBJECTIVES
 from optsched.solve import highs
 from optsched.solve.bound import NU_SHARES
 from optsched.solve.budget import TimeBudget
-from optsched.solve.columns import ColumnMaster, JobBounds, solve_by_columns
+from optsched.solve.columns import ColumnMaster, Controls, JobBounds, Pricing, solve_by_columns
 from optsched.solve.construct import construct
 from optsched.solve.extract import exact_speedups, extract, weighted
 from optsched.testing.instances import generate_racks
@@ -177,3 +177,169 @@ def test_timed_refinement_sizes_its_blocks_without_changing_the_bound():
     timed = bounds.refined_bound(sigma, mu, lam, upper, deadline=time.monotonic() + 3600.0)
     assert untimed < float(mu @ master.a.count + lam @ master.headroom + np.maximum(upper, 0).sum())
     assert timed == untimed
+
+
+# -- the rounds' machinery: partial pricing, column management, smoothing, early stop --------------------------
+
+# Every mechanism off: each round prices every job at the LP's duals, keeps every column, runs to convergence.
+PLAIN = Controls(smoothing=0.0, partial=0.0, drop_after=0, early_stop=0.0)
+# Every mechanism on and tight enough to act on tiny workloads.
+TIGHT = Controls(smoothing=0.7, partial=0.1, partial_min=1, drop_after=1, early_stop=0.0)
+
+
+def _lp_duals(w: Workload, seed: int):
+    """A master holding the first plan and one round of columns at random prices, solved: (master, pricing,
+    bounds, sigma, mu, lam, first plan)."""
+    data = ModelData(w)
+    master = ColumnMaster(data)
+    pricing, bounds = Pricing(master), JobBounds(master)
+    first = construct(data)
+    master.add_counts(first)
+    rng = np.random.default_rng(seed)
+    pricing.seed(rng.uniform(0.0, 0.5, len(data.groups)), rng.uniform(0.0, 1e-3, len(master.headroom)))
+    _, sigma, mu, lam = master.solve_lp(time.monotonic() + 60.0)
+    return master, pricing, bounds, sigma, mu, lam, first
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_partial_pricing_returns_the_most_promising_of_the_full_columns(seed):
+    master, pricing, bounds, sigma, mu, lam, _ = _lp_duals(generate_racks("M", seed), seed)
+    _, upper = bounds.bound(mu, lam)
+    full = pricing.price(sigma, mu, lam, upper)
+    assert full, "the first round found no column: the test needs one"
+    for enough in (1, 7, 40):
+        partial = pricing.price(sigma, mu, lam, upper, enough=enough)
+        # Each job's column is its own best, whichever jobs share its block.
+        assert set(partial) <= set(full)
+        assert len(partial) >= min(enough, len(full))
+        # Only jobs at least as promising as the least promising one priced were priced before it stopped.
+        promise = (upper - sigma)[[j for j, _ in full]]
+        least = min((upper - sigma)[j] for j, _ in partial)
+        assert len(partial) <= (promise >= least).sum()
+    # Nothing to find: partial pricing says so too.
+    rich = sigma + 1e6
+    assert pricing.price(rich, mu, lam, upper) == [] == pricing.price(rich, mu, lam, upper, enough=5)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_dropped_columns_never_remove_the_best_plans_and_the_master_stays_consistent(seed):
+    w = generate_racks("M", seed)
+    master, pricing, bounds, sigma, mu, lam, first = _lp_duals(w, seed)
+    before = len(master.columns)
+    placed = set(master._columns_in(first))
+    # after=-1: every column may go (even those the LP uses) but the plan's.
+    dropped = master.drop(-1, keep=first)
+    assert dropped == before - len(placed) > 0
+    assert set(zip(master.column_job, master.columns, strict=True)) == placed
+    assert master.h.getNumCol() == len(master.columns) == len(master.values) == len(master.idle)
+    assert all(master.column_job[i] == j and master.columns[i] == c for (j, c), i in master.index.items())
+    costs = np.asarray(master.h.getLp().col_cost_)
+    assert np.allclose(costs, master.values)
+    # The master solves again: its LP holds at least the plan (each job's one column at 1 is feasible), and its
+    # integer solve hands over plans the verifier accepts.
+    value, *_ = master.solve_lp(time.monotonic() + 60.0)
+    data = master.data
+    assert value >= weighted(data, exact_speedups(data, first)) * (1 - 1e-9)
+    plans = []
+    master.solve_mip(time.monotonic() + 60.0, 1e-4, first, plans.append)
+    objective = OBJECTIVES["weighted_speedup"]
+    assert plans and all(
+        verify(w, extract(data, objective, c, Status.heuristic, None, (), time.monotonic(), 0)) == [] for c in plans
+    )
+
+
+def test_columns_unused_for_fewer_rounds_than_the_limit_stay():
+    master, pricing, bounds, sigma, mu, lam, first = _lp_duals(generate_racks("M", 0), 0)
+    n = len(master.columns)
+    # One LP solve: the idle columns have been unused once, so a limit of 1 keeps them all.
+    assert master.drop(1) == 0 and len(master.columns) == n
+    master.solve_lp(time.monotonic() + 60.0)
+    unused = int((master.idle > 1).sum())
+    assert master.drop(1) == unused and len(master.columns) == n - unused
+
+
+def _run(w: Workload, controls: Controls, gap: float = 1e-4, seconds: float = 120.0):
+    data = ModelData(w)
+    first = construct(data)
+    best = {"counts": first, "value": weighted(data, exact_speedups(data, first))}
+    plans, bounds = [], []
+
+    def consider(counts):
+        plans.append(counts)
+        value = weighted(data, exact_speedups(data, counts))
+        if value > best["value"]:
+            best.update(counts=counts, value=value)
+
+    stats = solve_by_columns(
+        data, best=lambda: (best["counts"], best["value"]), budget=TimeBudget.of(seconds), gap=gap,
+        consider=consider, on_bound=bounds.append, controls=controls,
+    )
+    return data, stats, plans, bounds, best["value"]
+
+
+@pytest.mark.slow
+def test_stabilised_rounds_reach_the_lp_bound_of_unstabilised_ones():
+    w = generate_racks("M", 0)
+    results = {name: _run(w, c) for name, c in (("plain", PLAIN), ("tight", TIGHT), ("default", Controls()))}
+    lp = {name: r[1].lp_value for name, r in results.items()}
+    for name, (data, stats, plans, bounds, value) in results.items():
+        assert stats.converged, name
+        # Every bound is above every plan, and the plans verify.
+        assert min(bounds) >= value * (1 - 1e-9), name
+        objective = OBJECTIVES["weighted_speedup"]
+        for counts in plans:
+            plan = extract(data, objective, counts, Status.heuristic, None, (), time.monotonic(), 0)
+            assert verify(w, plan) == [] and plan.weighted_speedup <= min(bounds) * (1 + 1e-9)
+    # Converged, each master LP is at the optimum over the columns pricing can reach: the same, up to how far
+    # the pricing families' fixed points differ.
+    assert lp["tight"] == pytest.approx(lp["plain"], rel=2e-3)
+    assert lp["default"] == pytest.approx(lp["plain"], rel=2e-3)
+    assert results["tight"][1].dropped > 0
+
+
+@pytest.mark.slow
+def test_early_stop_ends_the_rounds_with_a_valid_bound():
+    w = generate_racks("M", 1)
+    _, full, _, _, _ = _run(w, PLAIN, gap=1e-2)
+    # A share of 100 x the gap of 1 %: the rounds stop once the bound is within the LP's value of the LP (the
+    # rounds' closed-form bound is looser than the refined one the planner reports).
+    data, early, plans, bounds, value = _run(w, Controls(early_stop=100.0), gap=1e-2)
+    assert early.early_stop and not early.converged
+    assert early.rounds < full.rounds
+    # Valid: above the converged LP (the best over every column pricing reaches) and every plan.
+    assert min(bounds) >= full.lp_value * (1 - 1e-9) and min(bounds) >= value * (1 - 1e-9)
+
+
+@pytest.mark.slow
+@given(tiny_workloads(max_jobs=4, max_groups=3, max_count=4))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_tight_controls_keep_bounds_and_plans_around_the_optimum(workload):
+    w = Workload.load(workload)
+    if w.objective != "weighted_speedup":
+        return
+    optimum, _ = brute_force(w)
+    if optimum is None or not construct(ModelData(w)):
+        return
+    data, stats, plans, bounds, value = _run(w, TIGHT, seconds=10.0)
+    tol = 1e-6 * max(1.0, abs(optimum))
+    assert bounds and min(bounds) >= optimum - tol and stats.bound >= optimum - tol
+    assert value <= optimum + tol
+    objective = OBJECTIVES["weighted_speedup"]
+    for counts in plans:
+        assert verify(w, extract(data, objective, counts, Status.heuristic, None, (), time.monotonic(), 0)) == []
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_parallel_pricing_returns_exactly_the_serial_columns(workers):
+    master, pricing, bounds, sigma, mu, lam, _ = _lp_duals(generate_racks("L", 0), 4)
+    _, upper = bounds.bound(mu, lam)
+    serial = pricing.price(sigma, mu, lam, upper)
+    parallel = Pricing(master, workers=workers)
+    try:
+        assert len(pricing._blocks(np.flatnonzero(upper - sigma > 0))) > workers  # there are blocks to share
+        assert parallel.price(sigma, mu, lam, upper) == serial
+        assert parallel.price(sigma, mu, lam, upper, enough=300) == pricing.price(sigma, mu, lam, upper, enough=300)
+        assert parallel._pool is not None  # the workers priced them
+    finally:
+        parallel.close()
+    assert parallel._pool is None

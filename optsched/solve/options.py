@@ -40,7 +40,8 @@ class SolveOptions:
     workload (columns for min_power, any but direct with extra rows or terms) leaves the choice to "auto".
     Under "auto": above `direct_max_options` placement options a plain workload on HiGHS is split, by column
     generation for weighted_speedup up to `column_max_options` options (0: never), by parts otherwise; the
-    parts aim at `part_options` options each and run in `part_workers` processes.
+    parts aim at `part_options` options each and run in `part_workers` processes; column generation prices in
+    `pricing_workers` processes.
     """
 
     time_limit_s: float | None = None
@@ -61,6 +62,9 @@ class SolveOptions:
     # An M-sized MILP proves 1 % in about a second (bench/results/planner.md).
     part_options: int = 15_000
     part_workers: int = 2
+    # One: on 2 cores shared at load 16, two processes priced a 5,000-job round 1.3x faster and four no faster
+    # than two (a larger share of a busy host rather than more cores), not yet measured in whole solves.
+    pricing_workers: int = 1
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGY_NAMES:
@@ -68,7 +72,7 @@ class SolveOptions:
         for name in ("direct_max_options", "column_max_options"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)!r}")
-        for name in ("part_options", "part_workers"):
+        for name in ("part_options", "part_workers", "pricing_workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, not {getattr(self, name)!r}")
         if self.backend not in BACKENDS:

@@ -25,10 +25,11 @@ The package follows those seams: master.py (the restricted master, its LP duals 
 """
 
 from optsched.solve.columns.bounds import JobBounds
-from optsched.solve.columns.generation import ColumnStats, sample_prices, solve_by_columns
+from optsched.solve.columns.generation import ColumnStats, Controls, sample_prices, solve_by_columns
 from optsched.solve.columns.master import Column, ColumnMaster, Consider
 from optsched.solve.columns.pricing import Pricing
 
 __all__ = [
-    "Column", "ColumnMaster", "ColumnStats", "Consider", "JobBounds", "Pricing", "sample_prices", "solve_by_columns",
+    "Column", "ColumnMaster", "ColumnStats", "Consider", "Controls", "JobBounds", "Pricing", "sample_prices",
+    "solve_by_columns",
 ]

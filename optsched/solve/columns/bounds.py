@@ -12,8 +12,10 @@ from optsched.schema.tolerances import DEADLINE_RTOL
 from optsched.solve.columns.master import ColumnMaster
 from optsched.solve.columns.pricing import PRICE_BLOCK, frontier
 
-# A timed refinement starts small, to learn how long a job takes on this machine now.
-FIRST_TIMED_BLOCK = 16
+# A timed refinement starts with one job, to learn how long a job takes on this machine now: the cost of a block
+# grows faster than its size (it enumerates up to its largest frontier and device limit), and on the `mixed`
+# family of bench.large a first block of 16 jobs took 5 s (one job: 0.035 s), 27 s past its deadline under load.
+FIRST_TIMED_BLOCK = 1
 
 # The closed-form bound's device-count multipliers while pricing (optsched.solve.bound: any give a valid bound;
 # one is four times cheaper than its default four).
@@ -178,10 +180,12 @@ def _best_r(s: np.ndarray, w: np.ndarray, p: np.ndarray, c: np.ndarray, otherwis
 
 def _next_block(size: int, took_s: float, deadline: float) -> int:
     """The next block's size: a loaded machine made one block of PRICE_BLOCK jobs take 6 s, past the caller's
-    deadline, so a timed refinement sizes each block to take at most a quarter of the time left (each job's bound
-    is computed on its own, so the sizes change when the loop stops, never the values)."""
+    deadline, so a timed refinement sizes each block to take at most a quarter of the time left, and at most twice
+    the last (each job's bound is computed on its own, so the sizes change when the loop stops, never the
+    values)."""
     if math.isinf(deadline):
         return PRICE_BLOCK
     per_job = max(took_s, 1e-6) / size
     fits = int(0.25 * max(deadline - time.monotonic(), 0.0) / per_job)
-    return max(1, min(PRICE_BLOCK, fits))
+    # At most doubling: a larger block may cost more per job than the one measured.
+    return max(1, min(PRICE_BLOCK, 2 * size, fits))

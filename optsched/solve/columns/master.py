@@ -16,6 +16,8 @@ from optsched.solve.highs import Outcome, new_highs, run_highs
 
 Consider = Callable[[Counts], None]
 Column = tuple[tuple[int, int], ...]  # ((kept level, devices), ...) of one job
+# A column whose reduced profit is within this share of its value from 0 counts as used (it may re-enter soon).
+REDUCED_KEEP = 0.01
 
 
 class ColumnMaster:
@@ -44,6 +46,7 @@ class ColumnMaster:
         self.index: dict[tuple[int, Column], int] = {}  # (job, column) -> its position in the master
         self.lp_x = np.zeros(0)  # the last LP solution, one value per column
         self.lp_reduced = np.zeros(0)  # and the columns' reduced profits there (<= 0 at an optimum)
+        self.idle = np.zeros(0, dtype=np.int64)  # LP solves since each column was last used (optsched: `drop`)
         self.h = new_highs()
         h, inf = self.h, highspy.kHighsInf
         h.setOptionValue("presolve", "off")
@@ -96,6 +99,7 @@ class ColumnMaster:
             self.columns.append(column)
             self.values.append(value)
         n = len(fresh)
+        self.idle = np.concatenate((self.idle, np.zeros(n, dtype=np.int64)))
         self.h.addCols(
             n, np.array(cost), np.zeros(n), np.ones(n), len(index), np.array(starts, dtype=np.int32),
             np.array(index, dtype=np.int32), np.array(coef, dtype=np.float64),
@@ -132,6 +136,30 @@ class ColumnMaster:
                 out[key] = out.get(key, 0) + n
         return out
 
+    def drop(self, after: int, keep: Counts | None = None) -> int:
+        """Column management: delete the columns that no LP solve has used (value > 0, or a reduced profit within
+        REDUCED_KEEP of their value) for more than `after` solves, except the allocations of `keep` (the best
+        plan: the integer master starts from it). Returns how many went; the rest keep their order."""
+        gone = self.idle > after
+        if keep is not None:
+            for key in self._columns_in(keep):
+                at = self.index.get(key)
+                if at is not None:
+                    gone[at] = False
+        if not gone.any():
+            return 0
+        order = np.flatnonzero(gone).astype(np.int32)
+        self.h.deleteCols(len(order), order)
+        stay = np.flatnonzero(~gone)
+        self.column_job = [self.column_job[c] for c in stay]
+        self.columns = [self.columns[c] for c in stay]
+        self.values = [self.values[c] for c in stay]
+        self.index = {(j, c): i for i, (j, c) in enumerate(zip(self.column_job, self.columns, strict=True))}
+        self.idle = self.idle[stay]
+        solved = stay[stay < len(self.lp_x)]  # columns added since the last LP have no LP values yet
+        self.lp_x, self.lp_reduced = self.lp_x[solved], self.lp_reduced[solved]
+        return len(order)
+
     # -- LP --------------------------------------------------------------------------------------------------
 
     def solve_lp(self, deadline: float) -> tuple[float, np.ndarray, np.ndarray, np.ndarray] | None:
@@ -158,6 +186,8 @@ class ColumnMaster:
         sigma = held
         sigma[self.members] += dual[:n]
         self.lp_reduced = reduced - held[jobs]
+        used = (self.lp_x > 1e-9) | (self.lp_reduced >= -REDUCED_KEEP * np.asarray(self.values))
+        self.idle = np.where(used, 0, self.idle + 1)
         mu = np.maximum(dual[n: n + self.groups], 0.0)
         lam = np.maximum(dual[n + self.groups:], 0.0)
         return float(result.incumbent), sigma, mu, lam

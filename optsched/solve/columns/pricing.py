@@ -3,7 +3,10 @@ best positive reduced profit (one level's devices besides the host, or devices s
 
 from __future__ import annotations
 
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from functools import cached_property
+from itertools import repeat
 
 import numpy as np
 
@@ -15,8 +18,6 @@ from optsched.solve.columns.master import Column, ColumnMaster
 PRICE_BLOCK = 128
 # Extra levels tried besides the frontier: the cheapest per unit of speed at the current prices.
 EXTRA_LEVELS = 3
-# Weight of the sample's prices in the prices the rounds price at (the LP's duals have the rest).
-SMOOTHING = 0.5
 # Hosts per job the spread families try (those the single-level family rates best).
 SPREAD_HOSTS = 4
 # A reduced profit below this (relative to the job's weight) is no improvement.
@@ -28,33 +29,101 @@ DEADLINE_MARGIN = 1e-9
 class Pricing:
     """Prices columns for `master`'s jobs at its duals (sigma per job, mu per device, lambda per watt)."""
 
-    def __init__(self, master: ColumnMaster):
+    def __init__(self, master: ColumnMaster, workers: int = 1):
         self.master = master
         self.a = master.a
+        self.blocks = BlockPricer(master.a)
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
 
     def price(
-        self, sigma: np.ndarray, mu: np.ndarray, lam: np.ndarray, upper: np.ndarray | None = None
+        self, sigma: np.ndarray, mu: np.ndarray, lam: np.ndarray, upper: np.ndarray | None = None,
+        enough: int | None = None,
     ) -> list[tuple[int, Column]]:
         """Allocations with a positive reduced profit at these duals, the best one per job. `upper`
-        (a bound on each job's best profit at these prices, `bound_jobs`) skips the jobs that cannot have one."""
+        (a bound on each job's best profit at these prices, `JobBounds.bound`) skips the jobs that cannot have
+        one. Partial pricing: with `enough`, the jobs are priced most promising first (the largest upper_j -
+        sigma_j, what the Lagrangian bound credits the job beyond what the master pays it), in segments of
+        `enough` jobs, and pricing stops after the segment where `enough` columns are found; an empty answer
+        still means that no candidate has a column."""
         pi = self.master.level_prices(mu, lam)
         tol = REDUCED_TOL * self.a.weight
         candidates = self.master.row >= 0 if upper is None else (upper - sigma > tol) & (self.master.row >= 0)
+        jobs = np.flatnonzero(candidates)
+        if enough is None or upper is None or len(jobs) <= enough:
+            segments = [jobs]
+        else:
+            jobs = jobs[np.argsort(-(upper - sigma)[jobs], kind="stable")]
+            segments = [jobs[i: i + enough] for i in range(0, len(jobs), enough)]
         out: list[tuple[int, Column]] = []
-        for block in self._blocks(np.flatnonzero(candidates)):
-            out.extend(self._price_block(block, sigma, pi))
+        for segment in segments:
+            for found in self._price_blocks(self._blocks(segment), sigma, pi):
+                out.extend(found)
+            if enough is not None and len(out) >= enough:
+                break
         return out
+
+    def _price_blocks(
+        self, blocks: list[np.ndarray], sigma: np.ndarray, pi: np.ndarray
+    ) -> list[list[tuple[int, Column]]]:
+        """Each block's columns, in block order: in this process, or over `workers` processes (each job is priced
+        on its own, so the answer is the same)."""
+        pool = self._worker_pool() if len(blocks) > 1 else None
+        if pool is None:
+            return [self.blocks.price_block(block, sigma, pi) for block in blocks]
+        return list(pool.map(_price_in_worker, blocks, repeat(sigma), repeat(pi)))
+
+    def _worker_pool(self) -> ProcessPoolExecutor | None:
+        """The pricing workers, started on first use; None for one worker, or inside a worker process (which
+        may not have children: ProcessPoolExecutor's workers are not daemons, so look at the parent)."""
+        if self.workers <= 1 or multiprocessing.parent_process() is not None:
+            return None
+        if self._pool is None:
+            # fork: the workers inherit the arrays instead of unpickling them.
+            self._pool = ProcessPoolExecutor(
+                self.workers, mp_context=multiprocessing.get_context("fork"), initializer=_start_worker,
+                initargs=(self.a,),
+            )
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the pricing workers (a no-op without them)."""
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
 
     def _blocks(self, jobs: np.ndarray) -> list[np.ndarray]:
         """`jobs` in blocks of PRICE_BLOCK with similar device limits (a block enumerates up to its largest)."""
-        order = jobs[np.argsort(self.limit[jobs], kind="stable")]
+        order = jobs[np.argsort(self.blocks.limit[jobs], kind="stable")]
         return [order[i: i + PRICE_BLOCK] for i in range(0, len(order), PRICE_BLOCK)]
+
+    def improving(self, new: list[tuple[int, Column]], sigma, mu, lam) -> list[tuple[int, Column]]:
+        """Those of `new` with a positive reduced profit at these duals."""
+        pi = self.master.level_prices(mu, lam)
+        return [
+            (j, c) for j, c in new
+            if self.master.value_of(j, c) - sum(pi[k] * n for k, n in c) - sigma[j] > REDUCED_TOL * self.a.weight[j]
+        ]
+
+    def seed(self, mu: np.ndarray, lam: np.ndarray, upper: np.ndarray | None = None, enough: int | None = None) -> int:
+        """Each job's best column at these device prices (sigma = 0; with `upper` and `enough`, only the most
+        promising jobs', as in `price`): without them the first rounds' duals are about 0 and every job asks for
+        its largest allocation."""
+        return self.master.add(self.price(np.zeros(self.master.jobs), mu, lam, upper, enough))
+
+
+class BlockPricer:
+    """The vectorised pricing of one block of jobs at level prices pi; it reads only the workload's arrays, so a
+    worker process holds one of its own."""
+
+    def __init__(self, a: Arrays):
+        self.a = a
 
     @cached_property
     def limit(self) -> np.ndarray:
         return np.minimum(self.a.max_devices, self.a.count.max(initial=1))
 
-    def _price_block(self, jobs: np.ndarray, sigma: np.ndarray, pi: np.ndarray) -> list[tuple[int, Column]]:
+    def price_block(self, jobs: np.ndarray, sigma: np.ndarray, pi: np.ndarray) -> list[tuple[int, Column]]:
         a = self.a
         s_all = a.speeds(jobs)  # [J, K]
         J, K = s_all.shape
@@ -259,26 +328,6 @@ class Pricing:
             columns.append(tuple(sorted(column.items())))
         return gains, columns
 
-    def smoothed(self, sigma, mu, lam, upper, center_mu, center_lam) -> list[tuple[int, Column]]:
-        """Columns priced at SMOOTHING x the center's prices + the rest x the LP's, for the jobs that may have
-        an improving column at the LP's (`upper`, as for `price`)."""
-        mu_s = SMOOTHING * center_mu + (1.0 - SMOOTHING) * mu
-        lam_s = SMOOTHING * center_lam + (1.0 - SMOOTHING) * lam
-        return self.price(sigma, mu_s, lam_s, upper)
-
-    def improving(self, new: list[tuple[int, Column]], sigma, mu, lam) -> list[tuple[int, Column]]:
-        """Those of `new` with a positive reduced profit at these duals."""
-        pi = self.master.level_prices(mu, lam)
-        return [
-            (j, c) for j, c in new
-            if self.master.value_of(j, c) - sum(pi[k] * n for k, n in c) - sigma[j] > REDUCED_TOL * self.a.weight[j]
-        ]
-
-    def seed(self, mu: np.ndarray, lam: np.ndarray) -> int:
-        """Each job's best column at these device prices (sigma = 0): without them the first rounds' duals are
-        about 0 and every job asks for its largest allocation."""
-        return self.master.add(self.price(np.zeros(self.master.jobs), mu, lam))
-
 
 def frontier(a: Arrays, s_all: np.ndarray, pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per job, the eligible levels that no other level beats on both speed and price (the larger group
@@ -296,3 +345,18 @@ def frontier(a: Arrays, s_all: np.ndarray, pi: np.ndarray) -> tuple[np.ndarray, 
     F = max(1, int(front.sum(axis=1).max(initial=1)))
     first = np.argsort(~front, axis=1, kind="stable")[:, :F]
     return order[rows, first], front[rows, first]
+
+
+# The BlockPricer of a pricing worker process, set once by its initializer.
+_WORKER_PRICER: BlockPricer | None = None
+
+
+def _start_worker(a: Arrays) -> None:
+    global _WORKER_PRICER
+    _WORKER_PRICER = BlockPricer(a)
+
+
+def _price_in_worker(jobs: np.ndarray, sigma: np.ndarray, pi: np.ndarray) -> list[tuple[int, Column]]:
+    if _WORKER_PRICER is None:
+        raise RuntimeError("pricing worker not started")
+    return _WORKER_PRICER.price_block(jobs, sigma, pi)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from optsched.model.data import ModelData
 from optsched.model.objectives import Objective
 from optsched.solve.budget import TimeBudget
-from optsched.solve.columns import solve_by_columns
+from optsched.solve.columns import Controls, solve_by_columns
 from optsched.solve.extract import Counts
 from optsched.solve.incumbent import IncumbentTracker
 from optsched.solve.options import SolveOptions
@@ -30,7 +30,7 @@ class ColumnGeneration(Strategy):
 
         stats = solve_by_columns(
             data, best=best, budget=budget, gap=tracker.gap, threads=self.options.threads, consider=tracker.consider,
-            on_bound=tracker.improve_bound,
+            on_bound=tracker.improve_bound, controls=Controls(workers=self.options.pricing_workers),
         )
         tracker.proven = tracker.within_gap()
         return Report({"bound": stats.pricing_s, "columns": stats.mip_s, "column_rounds": stats.rounds})
