@@ -228,6 +228,8 @@ def _checked(
     before = Workload.load(workload)
     current = load_plan(plan)
     change = Change.load(change)
+    if limits is not None:
+        check_growth(before, change, limits)
     running = running_allocations(before, current)
     after = _apply(before, change, running, original)
     if limits is not None:
@@ -236,6 +238,28 @@ def _checked(
         except InvalidWorkload as exc:
             raise InvalidChange([_limit_path(e) for e in exc.errors]) from None
     return before, current, change, running, after
+
+
+def check_growth(workload: Workload, change: Change, limits: Limits) -> None:
+    """InvalidChange when counting alone shows the changed workload above `limits`: jobs (kept + added) and
+    placement variables (jobs x power levels). Linear in the change and without building the changed workload, so
+    40,000 added jobs are refused before apply_change validates each of them. (Devices need no count: repairs
+    never go beyond a group's original count, which apply_change checks before it builds anything.)"""
+    ids = {j.id for j in workload.jobs}
+    removed = {job_id for job_id in change.remove_jobs if job_id in ids}
+    jobs = len(workload.jobs) - len(removed) + len(change.add_jobs)
+    problems: list[FieldError] = []
+    if limits.jobs is not None and jobs > limits.jobs:
+        problems.append(FieldError("jobs", f"{jobs:,} jobs, above the limit of {limits.jobs:,} (OPTSCHED_MAX_JOBS)"))
+    elif limits.variables is not None:
+        variables = jobs * sum(len(g.power_levels) for g in workload.devices)
+        if variables > limits.variables:
+            problems.append(FieldError("jobs", (
+                f"{jobs:,} jobs x the fleet's power levels = {variables:,} placement variables, above the limit of "
+                f"{limits.variables:,} (OPTSCHED_MAX_VARIABLES)"
+            )))
+    if problems:
+        raise InvalidChange([_limit_path(e) for e in problems])
 
 
 def _limit_path(error: FieldError) -> FieldError:
