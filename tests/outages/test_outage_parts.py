@@ -233,3 +233,22 @@ def test_a_worker_waits_out_redis_without_crashing_and_stops_within_seconds_of_s
             worker.kill()
         for pid in session_pids(worker.pid):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_registry_cleaning_without_redis_is_skipped_not_fatal(own_redis):
+    # RQ cleans its registries first thing in work(), outside its loop's retry: Redis lost at that moment killed the
+    # worker process (seen once in the SIGTERM test above, when Redis died 0.1 s after the worker started).
+    from redis import Redis
+    from rq.serializers import JSONSerializer
+
+    from optsched.infra.rq.worker import SolveWorker
+
+    connection = Redis.from_url(own_redis.url)
+    worker = SolveWorker(["cleaning"], connection=connection, serializer=JSONSerializer)
+    worker.run_maintenance_tasks()
+    assert worker.last_cleaned_at is not None and not worker.redis_state.down
+    own_redis.kill()
+    worker.last_cleaned_at = None
+    worker.run_maintenance_tasks()  # raised redis ConnectionError before
+    assert worker.last_cleaned_at is None and worker.redis_state.down
+    connection.close()

@@ -128,6 +128,11 @@ class SolveWorker(Worker):
             return super().set_state(state, pipeline)
         self._quietly(lambda: super(SolveWorker, self).set_state(state), "recording the worker's state")
 
+    def run_maintenance_tasks(self) -> None:
+        # RQ runs this first thing in work(), outside its loop's Redis retry: Redis lost at that moment killed the
+        # worker process. Cleaning registries can wait for the next round.
+        self._quietly(super().run_maintenance_tasks, "cleaning registries")
+
     def set_shutdown_requested_date(self) -> None:
         self._quietly(super().set_shutdown_requested_date, "recording the stop request")
 
