@@ -41,7 +41,7 @@ from api.errors import ApiProblem
 from api.guards import bearer_matches
 from optsched.infra.queue import SolveQueue
 from optsched.infra.rq.keys import QUEUE_OUTAGES
-from optsched.infra.store import DATABASE_OUTAGES, PlanRecord, PlanStore
+from optsched.infra.store import DATABASE_OUTAGES, EndedJob, PlanStore
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600
 PAGE_ROWS = 10_000
 # A job whose end is written up to this late is still counted, once: a transaction that committed after a later
 # one, or a worker machine whose clock is behind (the end time is the writer's clock).
-LATE_S = 30.0
+LATE_S = 10.0
 
 
 class StoreCollector:
@@ -70,6 +70,7 @@ class StoreCollector:
         self._resume: tuple[datetime, str] | None = None  # after a read cut at page_rows: its last job (end, id)
         self._seen: dict[str, datetime] = {}  # jobs counted whose end is within LATE_S of the cursor
         self._lock = threading.Lock()
+        self._children: dict[tuple[str, str], tuple[Any, Any, Any]] = {}
         self.solves = Counter(
             "optsched_solves", "Jobs that ended since this process started, by kind and outcome (the verdict of a "
             "finished job, else failed or cancelled).", ["kind", "outcome"], registry=None,
@@ -130,11 +131,11 @@ class StoreCollector:
                         type(exc).__name__)
             return False
         for record in records:
-            if record.id not in self._seen and record.finished_at is not None:
+            if record.id not in self._seen:
                 self._seen[record.id] = record.finished_at
                 self._count(record)
-        last = records[-1] if records else None
-        if last is not None and last.finished_at is not None:
+        if records:
+            last = records[-1]
             self._cursor = max(self._cursor, last.finished_at)
             self._resume = (last.finished_at, last.id) if len(records) >= self.page_rows else None
         else:
@@ -143,13 +144,17 @@ class StoreCollector:
         self._seen = {job: ended for job, ended in self._seen.items() if ended >= horizon}
         return True
 
-    def _count(self, record: PlanRecord) -> None:
-        self.solves.labels(record.kind, record.outcome).inc()
+    def _count(self, record: EndedJob) -> None:
+        key = (record.kind, record.outcome)
+        if key not in self._children:  # labels() validates and locks on each call: once per series is enough
+            self._children[key] = (self.solves.labels(*key), self.wait_seconds.labels(record.kind),
+                                   self.solve_seconds.labels(record.kind))
+        solves, waits, durations = self._children[key]
+        solves.inc()
         if record.started_at is None:  # cancelled or failed before a worker claimed it
             return
-        self.wait_seconds.labels(record.kind).observe(_seconds(record.submitted_at, record.started_at))
-        if record.finished_at is not None:
-            self.solve_seconds.labels(record.kind).observe(_seconds(record.started_at, record.finished_at))
+        waits.observe(_seconds(record.submitted_at, record.started_at))
+        durations.observe(_seconds(record.started_at, record.finished_at))
 
     def _queue_gauges(self) -> Iterator[Metric]:
         try:

@@ -154,6 +154,24 @@ class PlanRecord:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class EndedJob:
+    """The times and outcome of a job that ended, without its documents (what metrics count)."""
+
+    id: str
+    kind: str
+    status: str  # a final JobState's value
+    verdict: str | None
+    submitted_at: datetime
+    started_at: datetime | None
+    finished_at: datetime
+
+    @property
+    def outcome(self) -> str:
+        """As PlanRecord.outcome: the verdict once finished, else the state (failed, cancelled)."""
+        return self.verdict if self.status == JobState.finished.value and self.verdict else self.status
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -235,20 +253,20 @@ class PlanStore:
         with self.engine.connect() as c:
             c.execute(select(plans.c.id).limit(1)).all()
 
-    def finished_since(self, since: datetime, limit: int, after_id: str | None = None) -> builtins.list[PlanRecord]:
-        """Up to `limit` jobs that ended (finished, failed or cancelled) at or after `since`, without documents,
-        in the order they ended (then by id); with `after_id`, those that ended at `since` only after that id."""
+    def finished_since(self, since: datetime, limit: int, after_id: str | None = None) -> builtins.list[EndedJob]:
+        """Up to `limit` jobs that ended (finished, failed or cancelled) at or after `since`, in the order they
+        ended (then by id); with `after_id`, those that ended at `since` only after that id."""
         ended = plans.c.finished_at >= since
         if after_id is not None:
             ended = or_(plans.c.finished_at > since, and_(plans.c.finished_at == since, plans.c.id > after_id))
         query = (
-            select(*_SUMMARY_COLUMNS)
+            select(*(plans.c[name] for name in EndedJob.__dataclass_fields__))
             .where(ended, plans.c.status.in_([s.value for s in FINAL_STATES]))
             .order_by(plans.c.finished_at, plans.c.id)
             .limit(limit)
         )
         with self.engine.connect() as c:
-            return [PlanRecord.from_row(r) for r in c.execute(query)]
+            return [EndedJob(*row) for row in c.execute(query)]
 
     def oldest_queued(self) -> datetime | None:
         """When the job that has waited longest for a worker was submitted (None: none waits)."""
