@@ -259,9 +259,11 @@ class PlanStore:
         ended = plans.c.finished_at >= since
         if after_id is not None:
             ended = or_(plans.c.finished_at > since, and_(plans.c.finished_at == since, plans.c.id > after_id))
+        # Only final rows have an end time (finish, cancel and recover set it; nothing clears it); the state is not
+        # a condition of the query, so that the database walks ix_plans_finished rather than a status index.
         query = (
             select(*(plans.c[name] for name in EndedJob.__dataclass_fields__))
-            .where(ended, plans.c.status.in_([s.value for s in FINAL_STATES]))
+            .where(ended)
             .order_by(plans.c.finished_at, plans.c.id)
             .limit(limit)
         )
