@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from optsched.night.bound import BOUND_TIME_LIMIT_S, night_bound, with_gaps
 from optsched.night.dispatch import DispatchPolicy
 from optsched.night.engine import OnFailure, Policy, ProgressCallback, simulate
 from optsched.night.fairness import night_fairness
@@ -64,6 +65,7 @@ def plan_night(
     mip_gap: float | None = None,
     candidates: tuple[str, ...] | None = None,
     progress: ProgressCallback | None = None,
+    bound_time_limit_s: float = BOUND_TIME_LIMIT_S,
 ) -> NightPlan:
     """Plan the night's queue as a timeline (deterministic). Raises InvalidWorkload; never fails for one job.
 
@@ -74,12 +76,17 @@ def plan_night(
     default the queue's options when it sets them, else NIGHT_TIME_LIMIT_S and NIGHT_MIP_GAP; a solve that
     stops at its time limit makes the result depend on the machine's speed (summary.decisions_at_time_limit).
     `candidates` restricts the candidate policies by name (default: all that the queue's size allows).
+    `bound_time_limit_s` bounds the time spent on summary.bound, the chosen timeline's gap to the time-indexed
+    lower bound (optsched.night.bound; 0: not computed, the field stays null); above its size limit it is skipped
+    with the reason.
     """
     workload, begin = validate_night(
         queue, start=start, hours=hours, restart_hours=restart_hours, time_limit_s=time_limit_s, mip_gap=mip_gap
     )
     if on_failure not in ("replan", "wait"):
         raise InvalidWorkload([FieldError("on_failure", f"must be 'replan' or 'wait', not {on_failure!r}")])
+    if not (isinstance(bound_time_limit_s, int | float) and 0 <= bound_time_limit_s <= 3_600):
+        raise InvalidWorkload([FieldError("bound_time_limit_s", "must be a number of seconds in [0, 3600]")])
     given = workload.options.model_fields_set if "options" in workload.model_fields_set else set()
     if time_limit_s is None:
         time_limit_s = workload.options.time_limit_s if "time_limit_s" in given else NIGHT_TIME_LIMIT_S
@@ -120,13 +127,13 @@ def plan_night(
             best = (key, plan)
     assert best is not None
     chosen = best[1]
-    return chosen.model_copy(
-        update={
-            "policy": "planner",
-            "chosen": chosen.policy,
-            "summary": chosen.summary.model_copy(update={"policy": "planner"}),
-        }
-    )
+    summary = chosen.summary.model_copy(update={"policy": "planner"})
+    if bound_time_limit_s > 0:
+        bound = night_bound(
+            workload, hours=hours, horizon_hours=summary.makespan_hours, time_limit_s=bound_time_limit_s, mip=False
+        )
+        summary = summary.model_copy(update={"bound": with_gaps(bound, summary)})
+    return chosen.model_copy(update={"policy": "planner", "chosen": chosen.policy, "summary": summary})
 
 
 def score(plan: NightPlan, queue: NightQueue | None = None) -> tuple:
