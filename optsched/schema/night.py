@@ -489,7 +489,7 @@ class NightSummary(_Frozen):
 
 class NightPlan(_Frozen):
     queue: str = Field(description="Name of the planned queue (workload).")
-    policy: str = Field(description="'planner', or a baseline: 'fifo', 'edf', 'easy'.")
+    policy: str = Field(description="'planner', or a baseline: 'fifo', 'edf', 'easy', 'conservative'.")
     chosen: str | None = Field(
         default=None,
         description="The planner's candidate policy whose timeline this is (milp, milp-classic, dispatch-...).",

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from optsched.model.amdahl import speedup
 from optsched.night import plan_night
 from optsched.night.bound import hull_levels, night_bound
+from optsched.night.planner import SOFT_MISS_HOURS, priced_completion, score
 from optsched.schema.errors import InvalidWorkload
 from optsched.schema.night import BoundStatus, NightQueue
 from tests.night.conftest import START, night_checked
@@ -121,8 +122,22 @@ def test_the_bound_is_below_every_verified_timeline(queue):
     if bound.status == BoundStatus.skipped:
         assert bound.reason
         return
-    for policy in ("fifo", "edf", "easy"):
+    for policy in ("fifo", "edf", "easy", "conservative"):
         s = night_checked(queue, policy).summary
         assert bound.energy_bound_kwh <= s.energy_kwh + 1e-9
         if not s.never_ran:
             assert bound.weighted_completion_bound_hours <= s.weighted_mean_completion_hours + 1e-9
+
+
+def test_a_missed_soft_deadline_costs_its_job_soft_miss_hours_in_the_ranking():
+    """FIFO on one device: A 0-2 h, B 2-3 h misses its soft deadline at 1.5 h: weighted mean completion
+    (2 + 3) / 2 = 2.5 h, priced 2.5 + SOFT_MISS_HOURS x 1 / 2."""
+    queue = workload(
+        [device("g", "m", 1, [(100, 1.0)])],
+        [job("A", work=2.0, p=1.0), job("B", work=1.0, p=1.0, deadline_hours=1.5)],
+    )
+    plan = night_checked(queue, "fifo")
+    assert plan.summary.soft_deadlines_missed == ("B",)
+    assert plan.summary.weighted_mean_completion_hours == pytest.approx(2.5)
+    assert priced_completion(plan) == pytest.approx(2.5 + SOFT_MISS_HOURS / 2)
+    assert score(plan)[2] == pytest.approx(2.5 + SOFT_MISS_HOURS / 2)
