@@ -53,9 +53,13 @@ def solve_fair(workload: Workload, options: SolveOptions, started: float, solve_
     solo_seconds = time.monotonic() - started
     first_data = ModelData(workload, solo=solo)
     first_limit = max(MIN_SOLO_S, FIRST_SHARE * (deadline - time.monotonic()))
-    # A caller's extra terms (re-planning's move cost) are in weighted-speedup units: the second solve's.
+    # A caller's extra terms (re-planning's move cost) are in weighted-speedup units: the second solve's, and so
+    # is then the `progress` the caller reads (solve_workload: the objective plus those terms).
+    extra = options.extra_objective
     first = solve_data(
-        first_data, options.replace(time_limit_s=first_limit, extra_objective=None), time.monotonic()
+        first_data,
+        options.replace(time_limit_s=first_limit, extra_objective=None, progress=None if extra else options.progress),
+        time.monotonic(),
     )
     if first.status is Status.infeasible:
         reason = NIGHT_SUGGESTION.format(objective=workload.objective)
@@ -74,10 +78,12 @@ def solve_fair(workload: Workload, options: SolveOptions, started: float, solve_
 
     second = solve_data(
         second_data,
-        # `progress` speaks in fairness units: the second solve's weighted speedups would read as a jump.
+        # Without extra terms `progress` speaks in fairness units: the second solve's weighted speedups would read
+        # as a jump.
         options.replace(
             time_limit_s=max(MIN_SOLO_S, deadline - time.monotonic()), warm_start=allocations(first),
-            on_incumbent=on_incumbent if options.on_incumbent is not None else None, progress=None,
+            on_incumbent=on_incumbent if options.on_incumbent is not None else None,
+            progress=options.progress if extra else None,
         ),
         time.monotonic(),
     )
