@@ -20,9 +20,12 @@ from api.guards import BEARER_SCHEME, ApiRequest, StrictJSONProvider, note_arriv
 from api.kinds import blueprints
 from api.services import EXTENSION, Services, services
 from api.spec import finish_spec
+from api.throttle import Throttle
+from optsched.infra.retention import RetentionSweeper
 from optsched.infra.store import PlanStore
 from optsched.service.queues import open_queue
 from optsched.service.settings import load_settings
+from optsched.service.tenants import log_authentication, tenants_of
 
 __all__ = ["create_app", "shutdown", "services"]
 
@@ -45,8 +48,10 @@ class _OpenAPI(OpenAPI):
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
-    """The service; settings come from OPTSCHED_* variables, overridden by `config` (optsched/service/settings.py)."""
+    """The service; settings come from OPTSCHED_* variables, overridden by `config` (optsched/service/settings.py).
+    Without a team's token (or with a short one) it refuses to start (ConfigError) unless AUTH is `off`."""
     settings = load_settings(config)
+    log_authentication(tenants_of(settings))
     app = _OpenAPI(
         __name__,
         info=Info(
@@ -68,7 +73,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 
     store = PlanStore(settings["DATABASE_URL"])
     queue = open_queue(store, settings)
-    app.extensions[EXTENSION] = Services(store=store, queue=queue)
+    retention = RetentionSweeper(store, settings["RESULT_TTL_S"] or None, settings["RETENTION_SWEEP_S"])
+    throttle = Throttle(settings["AUTH_FAILURES_PER_S"], settings["AUTH_FAILURE_BURST"])
+    app.extensions[EXTENSION] = Services(store=store, queue=queue, retention=retention, throttle=throttle)
 
     for blueprint in (*blueprints(), verify.bp, health.bp):
         app.register_api(blueprint)
@@ -79,11 +86,13 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 
     if settings["START_WORKERS"]:
         queue.start()
+        retention.start()
     return app
 
 
 def shutdown(app: Flask) -> None:
-    """Stop the solve queue (plans in flight go back to queued) and close the store."""
+    """Stop the retention sweeper and the solve queue (plans in flight go back to queued) and close the store."""
     s = services(app)
+    s.retention.stop()
     s.queue.stop()
     s.store.close()

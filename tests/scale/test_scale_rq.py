@@ -65,7 +65,7 @@ def gone(pid: int, timeout_s: float) -> bool:
 def test_the_queue_url_chooses_rq_and_without_it_the_embedded_pool_stays(tmp_path):
     from api import create_app, shutdown
 
-    base = {"DATABASE_URL": f"sqlite:///{tmp_path}/p.db", "START_WORKERS": False, "API_TOKEN": None}
+    base = {"DATABASE_URL": f"sqlite:///{tmp_path}/p.db", "START_WORKERS": False, "API_TOKEN": None, "AUTH": "off"}
     embedded = create_app(base)
     scaled = create_app({**base, "QUEUE_URL": "redis://127.0.0.1:6379/15", "QUEUE_NAME": "never-used"})
     try:
