@@ -11,7 +11,7 @@ What a team may hold (`Admission`, checked before a resource is stored):
   least one), so the shares add up to at most the queue and a team within its share always gets in however much
   the others hold (`TeamQueueFull`, a 429, past it); a lone team has the whole queue (503 when it is full);
 - its storage quota: OPTSCHED_TEAM_QUOTA_MB of documents (inputs and results), `QuotaExceeded` (a 507) once it is
-  used up, until the retention sweep (optsched.service.retention) or the team's DELETEs free room.
+  used up, until the retention sweep (optsched.infra.retention) or the team's DELETEs free room.
 """
 
 from __future__ import annotations

@@ -50,6 +50,23 @@ def test_the_service_refuses_to_start_without_a_real_token_and_names_the_setting
     assert not (tmp_path / "x.db").exists()  # refused before anything was opened
 
 
+@pytest.mark.parametrize("token, says", [(None, "OPTSCHED_AUTH=off"), ("", "OPTSCHED_AUTH=off"),
+                                          ("x", "16 printable")])
+def test_optsched_serve_refuses_to_start_with_exit_code_2_before_it_listens(monkeypatch, tmp_path, token, says):
+    from typer.testing import CliRunner
+
+    from optsched.cli import app as cli
+
+    for name in ("OPTSCHED_API_TOKEN", "OPTSCHED_API_TOKENS", "OPTSCHED_AUTH"):
+        monkeypatch.delenv(name, raising=False)
+    env = {"OPTSCHED_DATABASE_URL": f"sqlite:///{tmp_path}/s.db"}
+    if token is not None:
+        env["OPTSCHED_API_TOKEN"] = token
+    result = CliRunner().invoke(cli, ["serve", "--port", "1"], env=env)
+    assert result.exit_code == 2 and says in " ".join(result.output.split()), result.output
+    assert not (tmp_path / "s.db").exists()
+
+
 def test_the_environment_is_checked_too_so_an_empty_token_does_not_turn_authentication_off():
     from optsched.service.settings import load_settings
 
