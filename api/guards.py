@@ -3,6 +3,7 @@ and is throttled per client address, api/throttle.py), then (for bodies) JSON th
 
 from __future__ import annotations
 
+import hmac
 import json
 import math
 from datetime import UTC, datetime
@@ -66,6 +67,12 @@ def require_token() -> None:
             headers={"WWW-Authenticate": 'Bearer realm="optsched"'},
         )
     g.team = team
+
+
+def bearer_matches(token: str) -> bool:
+    """Whether the request carries `Authorization: Bearer <token>` (compared in constant time)."""
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
 
 
 def bearer_team() -> str | None:

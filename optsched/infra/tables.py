@@ -74,7 +74,7 @@ plans = Table(
     Index("ix_plans_submitted", "submitted_at", "id"),
     Index("ix_plans_status_submitted", "status", "submitted_at", "id"),
     Index("ix_plans_kind_submitted", "kind", "submitted_at", "id"),
+    Index("ix_plans_finished", "finished_at", "id"),  # the jobs that ended since a time (/metrics, retention)
     Index("ix_plans_team_kind_submitted", "team", "kind", "submitted_at", "id"),
-    Index("ix_plans_finished", "finished_at"),
     UniqueConstraint("team", "idempotency_key", name="uq_plans_team_idempotency_key"),
 )

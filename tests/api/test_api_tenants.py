@@ -245,3 +245,12 @@ def test_the_single_token_is_the_default_team_and_auth_off_is_one_team(make_app)
     client = make_app(AUTH="off").test_client()
     created = client.post("/v1/plans", json=tiny_workload()).get_json()
     assert services(client.application).store.get(created["id"]).team == DEFAULT_TEAM
+
+
+def test_metrics_with_teams_needs_a_teams_token_and_wrong_ones_are_guesses(make_app):
+    client = make_app(API_TOKENS=TEAMS, AUTH_FAILURE_BURST=2, AUTH_FAILURES_PER_S=0.01).test_client()
+    assert client.get("/metrics", headers=A).status_code == 200 and client.get("/metrics", headers=B).status_code == 200
+    problem(client.get("/metrics"), 401)  # no default token configured: still closed
+    for _ in range(2):
+        problem(client.get("/metrics", headers={"Authorization": "Bearer guess-0123456789abcdef"}), 401)
+    problem(client.get("/metrics", headers=A), 429)

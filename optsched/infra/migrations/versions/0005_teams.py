@@ -1,12 +1,13 @@
 """Teams and retention: every row belongs to a `team` (rows from before are the `default` team's), idempotency keys
 are unique per team instead of across the store, `stored_bytes` holds the size of a row's documents (a team's
-storage use is their sum; rows from before are measured here), and `finished_at` is indexed for the retention sweep.
+storage use is their sum; rows from before are measured here). The retention sweep reads 0004's index on
+`finished_at`.
 
 Downgrading drops the columns and makes keys unique across the store again: where two teams used the same key, the
 oldest row keeps it and the others lose it (they stay, without idempotency).
 
-Revision ID: 0004
-Revises: 0003
+Revision ID: 0005
+Revises: 0004
 Create Date: 2026-12-04
 """
 
@@ -15,8 +16,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0004"
-down_revision = "0003"
+revision = "0005"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 
@@ -44,7 +45,6 @@ def upgrade() -> None:
             batch.drop_constraint(old_unique, type_="unique")
         batch.create_unique_constraint(_TEAM_UNIQUE, ["team", "idempotency_key"])
         batch.create_index("ix_plans_team_kind_submitted", ["team", "kind", "submitted_at", "id"])
-        batch.create_index("ix_plans_finished", ["finished_at"])
     plans = sa.table("plans", sa.column("workload", sa.JSON), sa.column("params", sa.JSON),
                      sa.column("plan", sa.JSON), sa.column("stored_bytes", sa.Integer))
 
@@ -65,7 +65,6 @@ def downgrade() -> None:
     )
     op.execute(plans.update().where(plans.c.idempotency_key.is_not(None), taken).values(idempotency_key=None))
     with op.batch_alter_table("plans") as batch:
-        batch.drop_index("ix_plans_finished")
         batch.drop_index("ix_plans_team_kind_submitted")
         batch.drop_constraint(_TEAM_UNIQUE, type_="unique")
         batch.create_unique_constraint("uq_plans_idempotency_key", ["idempotency_key"])
