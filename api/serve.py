@@ -11,7 +11,7 @@ the figures). On top of waitress, this module adds what the service promises:
 - a request that has not arrived whole OPTSCHED_READ_TIMEOUT_S after its first byte gets 408 and the connection
   is closed (waitress alone would wait for its idle timeout and close without an answer);
 - every error the server itself produces (400 malformed request or chunked body, 408, 413, 431, 500) is an
-  RFC 9457 problem document like the application's;
+  RFC 9457 problem document like the application's, with the same security headers;
 - one access-log line per request with the query's values redacted (a `token=` or any other secret sent in a
   URL never reaches the log) and every byte of the path that is not printable ASCII percent-encoded.
 
@@ -43,6 +43,7 @@ from waitress.server import TcpWSGIServer
 from waitress.task import ErrorTask, ThreadedTaskDispatcher
 from waitress.utilities import Error
 
+from api.headers import SERVER_HEADERS
 from optsched.service.settings import given_in_environment, load_settings
 
 log = logging.getLogger("optsched.serve")
@@ -102,6 +103,7 @@ class _ProblemErrorTask(ErrorTask):
         ).encode()
         self.status = f"{error.code} {error.reason}"
         self.response_headers.append(("Content-Type", PROBLEM_JSON))
+        self.response_headers.extend(SERVER_HEADERS.items())  # as on the app's own responses (api/headers.py)
         self.set_close_on_finish()
         self.content_length = len(body)
         self.write(body)

@@ -88,6 +88,11 @@ class Settings(BaseSettings):
     CANCEL_REPLAY_S: float = Field(
         30.0, ge=0, description="A DELETE this soon after a cancel answers 200 `cancelled` again instead of deleting.",
     )
+    METRICS_TOKEN: str | None = Field(
+        None, min_length=16,
+        description="The bearer token GET /metrics needs (a scraper's own, at least 16 characters); unset: the API "
+        "token, and none when the service runs without one.",
+    )
     VIEWER_SESSION_S: int = Field(8 * 3600, ge=60, description="Lifetime of the viewer's login cookie, in seconds.")
     # Diagnostics and tests.
     HIGHS_LOG: bool = Field(

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from api.headers import SERVER_HEADERS
 from tests.hardening.conftest import TOKEN
 from tests.support.server import LiveServer
 from tests.support.timing import loaded, past_deadline
@@ -62,6 +63,8 @@ def problem_of(response: bytes) -> tuple[int, dict]:
     head, _, body = response.partition(b"\r\n\r\n")
     status = int(head.split(b" ")[1])
     assert b"content-type: application/problem+json" in head.lower(), head
+    for name, value in SERVER_HEADERS.items():  # the security headers the app's own responses carry
+        assert f"{name}: {value}".lower().encode() in head.lower(), (name, head)
     document = json.loads(body)
     assert document["status"] == status and document["title"]
     return status, document
