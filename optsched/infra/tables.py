@@ -26,7 +26,7 @@ DEFAULT_DATABASE_URL = "sqlite:///./var/optsched.db"
 # Rows from before resource kinds existed are plans (migration 0002); the kinds themselves are the service's
 # (optsched.service.kinds): this table stores a kind's name and never interprets it.
 FIRST_KIND = "plan"
-# Rows from before teams existed belong to this team (migration 0004), as does everything a service without
+# Rows from before teams existed belong to this team (migration 0005), as does everything a service without
 # teams (one OPTSCHED_API_TOKEN, or OPTSCHED_AUTH=off) stores: the teams themselves are the service's
 # (optsched.service.tenants).
 DEFAULT_TEAM = "default"
