@@ -76,5 +76,8 @@ plans = Table(
     Index("ix_plans_kind_submitted", "kind", "submitted_at", "id"),
     Index("ix_plans_finished", "finished_at", "id"),  # the jobs that ended since a time (/metrics, retention)
     Index("ix_plans_team_kind_submitted", "team", "kind", "submitted_at", "id"),
+    # Covers a team's usage (optsched.infra.store.PlanStore.usage), so the check before each POST reads this index,
+    # never the rows and their documents.
+    Index("ix_plans_team_usage", "team", "status", "finished_at", "stored_bytes"),
     UniqueConstraint("team", "idempotency_key", name="uq_plans_team_idempotency_key"),
 )
