@@ -26,7 +26,7 @@ DEFAULT_DATABASE_URL = "sqlite:///./var/optsched.db"
 # Rows from before resource kinds existed are plans (migration 0002); the kinds themselves are the service's
 # (optsched.service.kinds): this table stores a kind's name and never interprets it.
 FIRST_KIND = "plan"
-# Rows from before teams existed belong to this team (migration 0004), as does everything a service without
+# Rows from before teams existed belong to this team (migration 0005), as does everything a service without
 # teams (one OPTSCHED_API_TOKEN, or OPTSCHED_AUTH=off) stores: the teams themselves are the service's
 # (optsched.service.tenants).
 DEFAULT_TEAM = "default"
@@ -76,5 +76,8 @@ plans = Table(
     Index("ix_plans_kind_submitted", "kind", "submitted_at", "id"),
     Index("ix_plans_finished", "finished_at", "id"),  # the jobs that ended since a time (/metrics, retention)
     Index("ix_plans_team_kind_submitted", "team", "kind", "submitted_at", "id"),
+    # Covers a team's usage (optsched.infra.store.PlanStore.usage), so the check before each POST reads this index,
+    # never the rows and their documents.
+    Index("ix_plans_team_usage", "team", "status", "finished_at", "stored_bytes"),
     UniqueConstraint("team", "idempotency_key", name="uq_plans_team_idempotency_key"),
 )

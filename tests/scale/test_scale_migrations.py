@@ -150,7 +150,7 @@ def test_the_revisions_are_packaged_so_an_installed_wheel_migrates():
     assert any(p.name.startswith(head_revision() + "_") for p in versions.glob("*.py"))
 
 
-def test_revision_0004_gives_rows_to_the_default_team_with_their_sizes_and_its_downgrade_keeps_one_key(fresh_url):
+def test_revision_0005_gives_rows_to_the_default_team_with_their_sizes_and_its_downgrade_keeps_one_key(fresh_url):
     engine = create_engine(fresh_url)
     moment = datetime(2026, 11, 1, tzinfo=UTC)
     with engine.begin() as c:

@@ -45,6 +45,7 @@ def upgrade() -> None:
             batch.drop_constraint(old_unique, type_="unique")
         batch.create_unique_constraint(_TEAM_UNIQUE, ["team", "idempotency_key"])
         batch.create_index("ix_plans_team_kind_submitted", ["team", "kind", "submitted_at", "id"])
+        batch.create_index("ix_plans_team_usage", ["team", "status", "finished_at", "stored_bytes"])
     plans = sa.table("plans", sa.column("workload", sa.JSON), sa.column("params", sa.JSON),
                      sa.column("plan", sa.JSON), sa.column("stored_bytes", sa.Integer))
 
@@ -65,6 +66,7 @@ def downgrade() -> None:
     )
     op.execute(plans.update().where(plans.c.idempotency_key.is_not(None), taken).values(idempotency_key=None))
     with op.batch_alter_table("plans") as batch:
+        batch.drop_index("ix_plans_team_usage")
         batch.drop_index("ix_plans_team_kind_submitted")
         batch.drop_constraint(_TEAM_UNIQUE, type_="unique")
         batch.create_unique_constraint("uq_plans_idempotency_key", ["idempotency_key"])
