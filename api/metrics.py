@@ -91,9 +91,8 @@ class StoreCollector:
     def collect(self) -> Iterator[Metric]:
         with self._lock:  # concurrent scrapes read the store one after the other and count each job once
             store_up = self._read_ended_jobs()
-            yield from self.solves.collect()
-            yield from self.solve_seconds.collect()
-            yield from self.wait_seconds.collect()
+            counted = [*self.solves.collect(), *self.solve_seconds.collect(), *self.wait_seconds.collect()]
+        yield from counted
         yield from self._queue_gauges()
         oldest = None
         if store_up:
