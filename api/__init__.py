@@ -19,6 +19,7 @@ from api.errors import Problem, register_error_handlers, validation_problem
 from api.guards import BEARER_SCHEME, ApiRequest, StrictJSONProvider, note_arrival, require_v1_token
 from api.headers import DOCS_INDEX_HTML, SWAGGER_HTML, add_security_headers
 from api.kinds import blueprints
+from api.resources import CHART_DRAWER
 from api.services import EXTENSION, Services, services
 from api.spec import finish_spec
 from optsched.infra.store import PlanStore
@@ -89,7 +90,10 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 
 
 def shutdown(app: Flask) -> None:
-    """Stop the solve queue (plans in flight go back to queued) and close the store."""
+    """Stop the solve queue (plans in flight go back to queued), the chart drawing processes, and close the store."""
+    drawer = app.extensions.get(CHART_DRAWER)
+    if drawer is not None:
+        drawer.stop()
     s = services(app)
     s.queue.stop()
     s.store.close()

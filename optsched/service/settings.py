@@ -69,6 +69,17 @@ class Settings(BaseSettings):
     )
     MAX_CHART_ROWS: int = Field(400, ge=1, description="Rows (devices, jobs) a chart may draw; larger ones are 409.")
     MAX_CHART_BARS: int = Field(20_000, ge=1, description="Bars a chart may draw; larger ones are 409 (use the JSON).")
+    MAX_RESULT_MB: float = Field(
+        32.0, gt=0,
+        description="Largest result document a solve may store, in MB of JSON; a larger one is not stored and the "
+        "resource fails saying so.",
+    )
+    CHART_WORKERS: int = Field(
+        2, ge=1, description="Charts drawn at once, each in a process of its own apart from the HTTP process."
+    )
+    CHART_TIMEOUT_S: float = Field(
+        30.0, gt=0, description="Seconds one chart may take to draw; past it its process is killed (503)."
+    )
     # The HTTP server (api/serve.py): request reading apart from the application threads.
     READ_TIMEOUT_S: float = Field(
         20.0, gt=0, description="Seconds a client has to send a whole request (408 after); also the idle keep-alive."
