@@ -50,6 +50,7 @@ EXTENSION = "optsched.metrics"
 # Methods counted by name; any other verb a client sends is `other` (a label value per verb would be unbounded).
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 UNMATCHED = "<unmatched>"  # the route label of a request no URL rule matched (404s, 401s of unknown /v1 URLs)
+SERVER = "<server>"  # the route label of the HTTP server's own answers (400, 408, 413, 431: api/serve.py)
 # Solve and queue-wait buckets, in seconds: from the small workloads' 40 ms solves to the hour MAX_SOLVE_S allows.
 SOLVE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
@@ -91,9 +92,8 @@ class StoreCollector:
     def collect(self) -> Iterator[Metric]:
         with self._lock:  # concurrent scrapes read the store one after the other and count each job once
             store_up = self._read_ended_jobs()
-            yield from self.solves.collect()
-            yield from self.solve_seconds.collect()
-            yield from self.wait_seconds.collect()
+            counted = [*self.solves.collect(), *self.solve_seconds.collect(), *self.wait_seconds.collect()]
+        yield from counted
         yield from self._queue_gauges()
         oldest = None
         if store_up:
@@ -223,6 +223,12 @@ def _count_request(response: Response) -> Response:
     if started is not None:
         metrics.request_seconds.labels(method, route).observe(time.perf_counter() - started)
     return response
+
+
+def count_server_answer(app: Flask, method: str, status: int) -> None:
+    """Count an answer the HTTP server gave itself, before the request reached the app (api/serve.py)."""
+    metrics: Metrics = app.extensions[EXTENSION]
+    metrics.requests.labels(method if method in METHODS else "other", SERVER, str(status)).inc()
 
 
 def metrics_allowed() -> bool:

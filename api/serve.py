@@ -24,6 +24,7 @@ SIGTERM or SIGINT stops both: the HTTP process stops its pool (plans in flight g
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -105,6 +106,9 @@ class _ProblemErrorTask(ErrorTask):
         self.status = f"{error.code} {error.reason}"
         self.response_headers.append(("Content-Type", PROBLEM_JSON))
         self.response_headers.extend(SERVER_HEADERS.items())  # as on the app's own responses (api/headers.py)
+        count = self.channel.server.count_error
+        if count is not None:  # before the answer goes out, so a client that reads /metrics next finds it
+            count(getattr(self.request, "command", None) or "", error.code)
         self.set_close_on_finish()
         self.content_length = len(body)
         self.write(body)
@@ -129,6 +133,7 @@ class _Server(TcpWSGIServer):
 
     channel_class = _Channel
     read_timeout_s = 20.0
+    count_error: Callable[[str, int], None] | None = None  # (method, status) of each answer of the server's own
 
     def run(self) -> None:
         """waitress's loop until SIGTERM (SystemExit), then its threads get THREADS_STOP_S (waitress waits 5 s)."""
@@ -351,9 +356,12 @@ def _http_process(sock: socket.socket, app_config: dict[str, Any], settings: dic
     app = None
     try:
         from api import create_app, shutdown
+        from api.metrics import count_server_answer
 
         app = create_app(app_config)
-        make_server(AccessLog(app), sock, settings, threads).run()  # returns on SystemExit (waitress stops threads)
+        server = make_server(AccessLog(app), sock, settings, threads)
+        server.count_error = functools.partial(count_server_answer, app)  # its own errors reach /metrics too
+        server.run()  # returns on SystemExit (waitress stops threads)
         return 0
     except SystemExit:
         return 0

@@ -98,7 +98,21 @@ def test_a_body_shorter_than_its_content_length_gets_408_within_the_read_timeout
     assert took < past_deadline(READ_TIMEOUT_S, 2.0)  # the maintenance tick runs every second
 
 
+def server_answers(server: LiveServer) -> dict[str, float]:
+    """/metrics' count of the HTTP server's own answers, by status."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = requests.get(f"{server.base}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10).text
+    counts: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:  # summed over methods (a request line that does not parse has none)
+            if sample.name == "optsched_http_requests_total" and sample.labels["route"] == "<server>":
+                counts[sample.labels["status"]] = counts.get(sample.labels["status"], 0) + sample.value
+    return counts
+
+
 def test_errors_of_the_http_server_itself_are_problem_documents(server):
+    before = server_answers(server)
     chunked = (b"POST /v1/plans HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked"
                b"\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n\r\nzz\r\n{}\r\n0\r\n\r\n")
     assert problem_of(raw(server, chunked)[1])[0] == 400
@@ -110,6 +124,9 @@ def test_errors_of_the_http_server_itself_are_problem_documents(server):
                b"\r\n\r\n{}")
     assert problem_of(raw(server, too_big)[1])[0] == 413
     assert problem_of(raw(server, b"GARBAGE\r\n\r\n")[1])[0] == 400
+    after = server_answers(server)  # counted in /metrics like the app's answers
+    added = {status: after[status] - before.get(status, 0) for status in after}
+    assert {status: n for status, n in added.items() if n} == {"400": 2, "431": 2, "413": 1}
 
 
 def test_the_access_log_never_holds_a_query_value_or_a_control_character(server):
