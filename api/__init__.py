@@ -14,10 +14,12 @@ from typing import Any
 from flask import Flask, redirect
 from flask_openapi3 import Info, OpenAPI
 
-from api import health, verify, viewer
+from api import health, metrics, verify, viewer
 from api.errors import Problem, register_error_handlers, validation_problem
 from api.guards import BEARER_SCHEME, ApiRequest, StrictJSONProvider, note_arrival, require_v1_token
+from api.headers import DOCS_INDEX_HTML, SWAGGER_HTML, add_security_headers
 from api.kinds import blueprints
+from api.resources import CHART_DRAWER
 from api.services import EXTENSION, Services, services
 from api.spec import finish_spec
 from optsched.infra.store import PlanStore
@@ -62,13 +64,18 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     )
     app.config.update(settings)
     app.config["MAX_CONTENT_LENGTH"] = int(settings["MAX_BODY_MB"] * 2**20)
-    app.before_request(note_arrival)
-    app.before_request(require_v1_token)  # before routing's 404/405: an unknown /v1 URL is a 401 too
-    app.json.sort_keys = False  # type: ignore[attr-defined]  # Flask types app.json as the JSONProvider base
+    # The documentation pages without inline code, so that their CSP allows none (api/headers.py).
+    app.config.update(SWAGGER_HTML_STRING=SWAGGER_HTML, OPENAPI_HTML_STRING=DOCS_INDEX_HTML)
 
     store = PlanStore(settings["DATABASE_URL"])
     queue = open_queue(store, settings)
     app.extensions[EXTENSION] = Services(store=store, queue=queue)
+
+    metrics.install(app, store, queue)  # first: the requests the hooks below answer are counted and timed too
+    app.before_request(note_arrival)
+    app.before_request(require_v1_token)  # before routing's 404/405: an unknown /v1 URL is a 401 too
+    app.after_request(add_security_headers)
+    app.json.sort_keys = False  # type: ignore[attr-defined]  # Flask types app.json as the JSONProvider base
 
     for blueprint in (*blueprints(), verify.bp, health.bp):
         app.register_api(blueprint)
@@ -83,7 +90,10 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 
 
 def shutdown(app: Flask) -> None:
-    """Stop the solve queue (plans in flight go back to queued) and close the store."""
+    """Stop the solve queue (plans in flight go back to queued), the chart drawing processes, and close the store."""
+    drawer = app.extensions.get(CHART_DRAWER)
+    if drawer is not None:
+        drawer.stop()
     s = services(app)
     s.queue.stop()
     s.store.close()

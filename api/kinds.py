@@ -104,6 +104,15 @@ def _add_submit(bp: APIBlueprint, spec: KindSpec) -> None:
             response.headers["Idempotent-Replayed"] = "true"
         return response
 
+    if spec.precount is not None:
+        precount, endpoint = spec.precount, f"{bp.name}.create_{spec.name}"
+
+        def count_before_parsing() -> None:
+            # A blueprint's before_request runs before flask-openapi3 parses the body into the request model.
+            if request.endpoint == endpoint:
+                precount(request.get_json(), current_app.config)
+
+        bp.before_request(count_before_parsing)
     bp.post(rule, operation_id=f"create{spec.camel}", summary=texts.submit_summary,
             description=texts.submit_description, responses=submit_responses(spec, texts.invalid, more))(
         _view(create, f"create_{spec.name}", **models))

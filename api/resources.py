@@ -4,17 +4,15 @@ the resource or one of its charts, cancel or delete. Views stay thin: they valid
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
-import matplotlib
 from flask import Response, current_app, request
 from flask_openapi3 import APIBlueprint, Tag
 
 from api.costs import chart_size, check_chart
+from api.drawing import ChartDrawer, ChartUnavailable
 from api.errors import ApiProblem, problem_doc
 from api.guards import UNAUTHORIZED, V1_SECURITY, arrival, require_json_body, require_token
 from api.schemas import resource_model
@@ -26,12 +24,7 @@ from optsched.service.kinds.base import Chart
 
 PNG = "image/png"
 OCTET_STREAM = "application/octet-stream"
-# Charts are drawn one at a time: some use pyplot, whose state is global; none parses `$...$` in user text.
-_CHART_LOCK = threading.Lock()
-_CHART_RC: dict[Any, Any] = {"text.parse_math": False, "text.usetex": False}
-# Finished results never change, so their charts are kept: the last CHART_CACHE_SIZE drawn, by ETag.
-CHART_CACHE_SIZE = 32
-_chart_cache: OrderedDict[str, bytes] = OrderedDict()
+CHART_DRAWER = "optsched.chart_drawer"
 
 
 # An operation's answers as flask-openapi3 takes them: status -> model, response object, or None.
@@ -171,34 +164,27 @@ def chart_response(spec: KindSpec, resource_id: str, chart: Chart, name: str | N
         why = chart.missing(document)
     if why is not None:
         raise ApiProblem(409, f"the {spec.noun} has no {name}: {why}")  # it exists; its state has no chart
-    check_chart(name, *chart_size(draw, document))
+    check_chart(name, chart_size(draw, document))
     etag = f"{record.id}-{name}-{record.finished_at.timestamp() if record.finished_at else 0:.6f}"
     if request.if_none_match.contains(etag):
         response = current_app.response_class(status=304)
     else:
         # The same bytes as application/octet-stream to a client that asks for that (generated clients do).
         mimetype = request.accept_mimetypes.best_match([PNG, OCTET_STREAM], default=PNG)
-        response = current_app.response_class(_cached(etag, lambda: render(draw, document)), mimetype=mimetype)
+        response = current_app.response_class(render(etag, draw, document), mimetype=mimetype)
     response.set_etag(etag)
     response.headers["Cache-Control"] = "private, no-cache"
     return response
 
 
-def render(draw: Callable[[Any], bytes], document: Any) -> bytes:
-    """Draw one chart at a time, with math text off so that ids such as `$x$` are drawn as written."""
-    with _CHART_LOCK, matplotlib.rc_context(_CHART_RC):
-        return draw(document)
-
-
-def _cached(key: str, make: Callable[[], bytes]) -> bytes:
-    with _CHART_LOCK:
-        data = _chart_cache.get(key)
-        if data is not None:
-            _chart_cache.move_to_end(key)
-            return data
-    data = make()
-    with _CHART_LOCK:
-        _chart_cache[key] = data
-        while len(_chart_cache) > CHART_CACHE_SIZE:
-            _chart_cache.popitem(last=False)
-    return data
+def render(key: str, draw: Callable[[Any], bytes], document: Any) -> bytes:
+    """The chart drawn apart from the HTTP process (api/drawing.py), or 503 with Retry-After when it cannot be now."""
+    drawer = current_app.extensions.get(CHART_DRAWER)
+    if drawer is None:
+        drawer = current_app.extensions.setdefault(
+            CHART_DRAWER, ChartDrawer(current_app.config["CHART_WORKERS"], current_app.config["CHART_TIMEOUT_S"])
+        )
+    try:
+        return drawer.png(key, draw, document)
+    except ChartUnavailable as exc:
+        raise ApiProblem(503, str(exc), headers={"Retry-After": str(exc.retry_after_s)}) from None

@@ -42,15 +42,9 @@ bp = Blueprint("viewer", __name__, template_folder="templates")
 PAGE_SIZE = 30
 REFRESH_S = 2  # unfinished resources reload themselves (meta refresh: no JavaScript)
 COOKIE = "optsched_viewer"
-# Pages take nothing from elsewhere and run only this server's script files (no inline script, no eval); charts,
-# scripts and the stylesheet come from this server.
-PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; script-src 'self'; img-src 'self' data:; style-src 'self'; "
-    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
+# Pages are never cached (they show a resource's state); their security headers, the CSP among them, are the
+# app's (api/headers.py PAGE_POLICY: only this server's script files run, no inline script, no eval).
+PAGE_HEADERS = {"Cache-Control": "no-store"}
 # Scripts and the stylesheet, served under /assets/<digest>/ (public: no secrets in them).
 ASSETS = Path(__file__).resolve().parent / "static"
 ASSET_MAX_AGE_S = 365 * 24 * 3600

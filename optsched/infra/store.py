@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import stat
+import threading
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -153,6 +154,24 @@ class PlanRecord:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class EndedJob:
+    """The times and outcome of a job that ended, without its documents (what metrics count)."""
+
+    id: str
+    kind: str
+    status: str  # a final JobState's value
+    verdict: str | None
+    submitted_at: datetime
+    started_at: datetime | None
+    finished_at: datetime
+
+    @property
+    def outcome(self) -> str:
+        """As PlanRecord.outcome: the verdict once finished, else the state (failed, cancelled)."""
+        return self.verdict if self.status == JobState.finished.value and self.verdict else self.status
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -163,6 +182,11 @@ class PlanStore:
     def __init__(self, url: str = DEFAULT_DATABASE_URL, *, engine: Engine | None = None):
         self.url = url
         self.engine = engine or _create_engine(url)
+        # Outages this process met, by error class (api/metrics.py publishes them): every statement and connection
+        # attempt of this engine goes through handle_error when it fails, whichever thread made it.
+        self._outages: dict[str, int] = {}
+        self._outages_lock = threading.Lock()
+        event.listen(self.engine, "handle_error", self._count_outage)
         # The schema is Alembic's (optsched/infra/migrations): a new database is created, an older one upgraded.
 
         upgrade(self.engine)
@@ -228,6 +252,46 @@ class PlanStore:
         """Raise if the database cannot answer a query."""
         with self.engine.connect() as c:
             c.execute(select(plans.c.id).limit(1)).all()
+
+    def finished_since(self, since: datetime, limit: int, after_id: str | None = None) -> builtins.list[EndedJob]:
+        """Up to `limit` jobs that ended (finished, failed or cancelled) at or after `since`, in the order they
+        ended (then by id); with `after_id`, those that ended at `since` only after that id."""
+        ended = plans.c.finished_at >= since
+        if after_id is not None:
+            ended = or_(plans.c.finished_at > since, and_(plans.c.finished_at == since, plans.c.id > after_id))
+        # Only final rows have an end time (finish, cancel and recover set it; nothing clears it); the state is not
+        # a condition of the query, so that the database walks ix_plans_finished rather than a status index.
+        query = (
+            select(*(plans.c[name] for name in EndedJob.__dataclass_fields__))
+            .where(ended)
+            .order_by(plans.c.finished_at, plans.c.id)
+            .limit(limit)
+        )
+        with self.engine.connect() as c:
+            return [EndedJob(*row) for row in c.execute(query)]
+
+    def oldest_queued(self) -> datetime | None:
+        """When the job that has waited longest for a worker was submitted (None: none waits)."""
+        query = (
+            select(plans.c.submitted_at)
+            .where(plans.c.status == JobState.queued.value)
+            .order_by(plans.c.submitted_at, plans.c.id)
+            .limit(1)
+        )
+        with self.engine.connect() as c:
+            return c.execute(query).scalar()
+
+    def outages(self) -> dict[str, int]:
+        """Errors of the database this process met (it did not answer, refused, cut a session), by error class."""
+        with self._outages_lock:
+            return dict(self._outages)
+
+    def _count_outage(self, context: Any) -> None:
+        error = context.sqlalchemy_exception
+        if isinstance(error, DATABASE_OUTAGES):
+            with self._outages_lock:
+                name = type(error).__name__
+                self._outages[name] = self._outages.get(name, 0) + 1
 
     # -- state changes, each one transaction ----------------------------------------------------------
 

@@ -54,4 +54,5 @@ plans = Table(
     Index("ix_plans_submitted", "submitted_at", "id"),
     Index("ix_plans_status_submitted", "status", "submitted_at", "id"),
     Index("ix_plans_kind_submitted", "kind", "submitted_at", "id"),
+    Index("ix_plans_finished", "finished_at", "id"),  # the jobs that ended since a time (/metrics)
 )

@@ -69,6 +69,17 @@ class Settings(BaseSettings):
     )
     MAX_CHART_ROWS: int = Field(400, ge=1, description="Rows (devices, jobs) a chart may draw; larger ones are 409.")
     MAX_CHART_BARS: int = Field(20_000, ge=1, description="Bars a chart may draw; larger ones are 409 (use the JSON).")
+    MAX_RESULT_MB: float = Field(
+        32.0, gt=0,
+        description="Largest result document a solve may store, in MB of JSON; a larger one is not stored and the "
+        "resource fails saying so.",
+    )
+    CHART_WORKERS: int = Field(
+        2, ge=1, description="Charts drawn at once, each in a process of its own apart from the HTTP process."
+    )
+    CHART_TIMEOUT_S: float = Field(
+        30.0, gt=0, description="Seconds one chart may take to draw; past it its process is killed (503)."
+    )
     # The HTTP server (api/serve.py): request reading apart from the application threads.
     READ_TIMEOUT_S: float = Field(
         20.0, gt=0, description="Seconds a client has to send a whole request (408 after); also the idle keep-alive."
@@ -76,6 +87,11 @@ class Settings(BaseSettings):
     MAX_CONNECTIONS: int = Field(1_000, ge=1, description="Open client connections the server holds at once.")
     CANCEL_REPLAY_S: float = Field(
         30.0, ge=0, description="A DELETE this soon after a cancel answers 200 `cancelled` again instead of deleting.",
+    )
+    METRICS_TOKEN: str | None = Field(
+        None, min_length=16,
+        description="The bearer token GET /metrics needs (a scraper's own, at least 16 characters); unset: the API "
+        "token, and none when the service runs without one.",
     )
     VIEWER_SESSION_S: int = Field(8 * 3600, ge=60, description="Lifetime of the viewer's login cookie, in seconds.")
     # Diagnostics and tests.

@@ -78,6 +78,7 @@ def test_the_queue_url_chooses_rq_and_without_it_the_embedded_pool_stays(tmp_pat
 
 
 def test_plans_and_frontiers_solve_on_workers_through_the_api(rq_client):
+    before = _metrics(rq_client)
     data = tiny_workload("rq")
     created = rq_client.post("/v1/plans", json=data)
     assert created.status_code == 201, created.get_json()
@@ -90,6 +91,23 @@ def test_plans_and_frontiers_solve_on_workers_through_the_api(rq_client):
     body = poll(rq_client, frontier.headers["Location"], 60)
     assert body["status"] == "done", body
     assert [p["budget_w"] for p in body["frontier"]["points"]] == [300, 500]
+
+    # Solved by work horses in other processes, and counted by the API's /metrics, which reads them from the store.
+    after = _metrics(rq_client)
+    for kind, outcome in (("plan", "optimal"), ("frontier", "done")):
+        key = ("optsched_solves_total", (("kind", kind), ("outcome", outcome)))
+        assert after.get(key, 0) - before.get(key, 0) == 1, (kind, outcome)
+    assert after[("optsched_workers", ())] == 2 and after[("optsched_queue_up", ())] == 1
+
+
+def _metrics(client) -> dict:
+    """/metrics as {(name, sorted labels): value} (prometheus_client's parser)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    answer = client.get("/metrics")
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(answer.get_data(as_text=True)) for sample in family.samples}
 
 
 def test_a_worker_killed_mid_solve_leaves_its_plan_to_another_and_no_process_behind(rq_app, rq_client, workers):

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import requests
 
+# api/drawing.py names its drawing processes so (not imported from there: the harness imports no Flask app).
+CHART_PROCESS_NAME = "optsched-chart"
 # The repository root: the server runs where a user runs it (tests/ holds an `api` folder of its own).
 ROOT = Path(__file__).resolve().parents[2]
 OPTSCHED = Path(sys.executable).with_name("optsched")
@@ -168,6 +170,8 @@ def process_tree(root: int) -> dict[int, list[int]]:
 def _is_solver(pid: int) -> bool:
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+        if Path(f"/proc/{pid}/comm").read_text().strip() == CHART_PROCESS_NAME:
+            return False  # a chart's drawing process (api/drawing.py), spawned the same way
     except OSError:
         return False
     return b"multiprocessing.spawn" in cmdline or b"spawn_main" in cmdline
