@@ -38,7 +38,7 @@ from api.schemas import (
     path_model,
     summary_model,
 )
-from api.services import services
+from api.services import current_team, services
 from optsched.infra.store import PlanRecord
 from optsched.service.kinds import KINDS, KindSpec
 from optsched.service.kinds.base import Chart
@@ -125,7 +125,7 @@ def _add_list(bp: APIBlueprint, spec: KindSpec) -> None:
     def list_page(query: Any) -> dict[str, Any]:
         status = query.status.value if query.status is not None else None
         records, next_cursor = list_resources(
-            services().store, spec, limit=query.limit, cursor=query.cursor, status=status
+            services().store, spec, limit=query.limit, cursor=query.cursor, status=status, team=current_team()
         )
         page = page_model(items=[summary.of(r) for r in records], next_cursor=next_cursor)
         return page.model_dump(mode="json")

@@ -38,7 +38,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import generate_latest
 
 from api.errors import ApiProblem
-from api.guards import bearer_matches
+from api.guards import bearer_matches, bearer_team, guess_failed, refuse_while_throttled
+from api.services import tenants
 from optsched.infra.queue import SolveQueue
 from optsched.infra.rq.keys import QUEUE_OUTAGES
 from optsched.infra.store import DATABASE_OUTAGES, EndedJob, PlanStore
@@ -224,19 +225,25 @@ def _count_request(response: Response) -> Response:
     return response
 
 
-def metrics_token(config: Any) -> str | None:
-    """The bearer token /metrics needs: OPTSCHED_METRICS_TOKEN, else the API token; None: the service has no
-    authentication, and /metrics is open like the rest of it."""
-    return config.get("METRICS_TOKEN") or config.get("API_TOKEN") or None
+def metrics_allowed() -> bool:
+    """Whether the request may read /metrics: with OPTSCHED_METRICS_TOKEN, that token only; else any team's token
+    (the metrics are the service's counts, without ids), or anyone when the service runs with OPTSCHED_AUTH=off."""
+    scraper = current_app.config.get("METRICS_TOKEN")
+    if scraper:
+        return bearer_matches(scraper)
+    return not tenants().enabled or bearer_team() is not None
 
 
 def _metrics_view() -> Response:
-    token = metrics_token(current_app.config)
-    if token and not bearer_matches(token):
+    if current_app.config.get("METRICS_TOKEN") or tenants().enabled:
+        refuse_while_throttled()  # wrong tokens here are guesses too (api/throttle.py)
+    if not metrics_allowed():
+        if "Authorization" in request.headers:
+            guess_failed()
         raise ApiProblem(
             401,
             "/metrics needs `Authorization: Bearer <token>` with OPTSCHED_METRICS_TOKEN (or, when that is not set, "
-            "the API token)",
+            "a team's token)",
             headers={"WWW-Authenticate": 'Bearer realm="optsched"'},
         )
     metrics: Metrics = current_app.extensions[EXTENSION]

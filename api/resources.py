@@ -16,7 +16,7 @@ from api.drawing import ChartDrawer, ChartUnavailable
 from api.errors import ApiProblem, problem_doc
 from api.guards import UNAUTHORIZED, V1_SECURITY, arrival, require_json_body, require_token
 from api.schemas import resource_model
-from api.services import services
+from api.services import admission, current_team, services
 from optsched.infra.store import PlanRecord
 from optsched.service import resources
 from optsched.service.kinds import KindSpec
@@ -55,7 +55,17 @@ def submit_responses(
         413: problem_doc("The body is larger than OPTSCHED_MAX_BODY_MB."),
         415: problem_doc("The body is not `application/json`."),
         422: problem_doc(f"{invalid}; `errors` lists every offending field."),
+        429: problem_doc(
+            "Your team has its whole share of the solve queue queued or solving (OPTSCHED_QUEUE_SIZE divided among "
+            "the teams), or this address sent too many wrong tokens; retry after `Retry-After` seconds.",
+            RETRY_AFTER,
+        ),
         503: problem_doc("The solve queue is full; retry after `Retry-After` seconds.", RETRY_AFTER),
+        507: problem_doc(
+            "Your team's stored documents fill its quota (OPTSCHED_TEAM_QUOTA_MB): delete finished resources, or "
+            "retry after `Retry-After` seconds, when the oldest expires (OPTSCHED_RESULT_TTL_S).",
+            RETRY_AFTER,
+        ),
     }
     responses.update(more or {})
     return dict(sorted(responses.items(), key=lambda item: int(item[0])))
@@ -91,7 +101,7 @@ def png_doc(what: str) -> dict[str, Any]:
 def chart_responses(spec: KindSpec) -> Responses:
     return {
         304: {"description": "Not modified (If-None-Match matched the ETag)."},
-        401: problem_doc("Missing or wrong bearer token (only when OPTSCHED_API_TOKEN is set)."),
+        401: problem_doc(UNAUTHORIZED),
         404: problem_doc(f"No {spec.noun} with this id."),
         409: problem_doc(
             f"No chart in the {spec.noun}'s state: still queued or solving (poll its URL until its status is "
@@ -104,10 +114,10 @@ def chart_responses(spec: KindSpec) -> Responses:
 def submit(
     spec: KindSpec, document: dict[str, Any], params: dict[str, Any], idempotency_key: str | None
 ) -> tuple[PlanRecord, bool]:
-    """Store and queue the resource (optsched.service.resources.submit); with a used Idempotency-Key, the first
-    resource (second item False)."""
+    """Store and queue the resource for the request's team (optsched.service.resources.submit); with an
+    Idempotency-Key the team used already, the first resource (second item False)."""
     done = resources.submit(services().store, services().queue, document, kind=spec, params=params,
-                            idempotency_key=idempotency_key)
+                            idempotency_key=idempotency_key, team=current_team(), admission=admission())
     return done.record, done.created
 
 
@@ -120,7 +130,8 @@ def accepted(spec: KindSpec, record: PlanRecord, created: bool) -> Response:
 
 
 def record_or_404(spec: KindSpec, resource_id: str) -> PlanRecord:
-    record = services().store.get(resource_id, kind=spec.name)
+    """The request's team's resource of this kind, else 404 (another team's resource is not there for it)."""
+    record = services().store.get(resource_id, kind=spec.name, team=current_team())
     if record is None:
         listed = f"; list {spec.noun}s with GET /v1/{spec.collection}" if spec.listed else ""
         raise ApiProblem(404, f"no {spec.noun} {resource_id!r}{listed}")
@@ -138,7 +149,7 @@ def cancel_or_delete(spec: KindSpec, resource_id: str) -> Response | tuple[str, 
     """Cancel an unfinished resource (200 with it), delete a finished one (204)."""
     cancelled = resources.cancel_or_delete(
         services().store, services().queue, spec, resource_id, requested_at=arrival(),
-        replay_s=current_app.config["CANCEL_REPLAY_S"],
+        replay_s=current_app.config["CANCEL_REPLAY_S"], team=current_team(),
     )
     return ("", 204) if cancelled is None else resource_response(spec, cancelled, 200)
 

@@ -45,6 +45,7 @@ from waitress.utilities import Error
 
 from api.headers import SERVER_HEADERS
 from optsched.service.settings import given_in_environment, load_settings
+from optsched.service.tenants import tenants_of
 
 log = logging.getLogger("optsched.serve")
 access_log = logging.getLogger("optsched.access")
@@ -260,6 +261,7 @@ def serve(
     if "SYNC_WAIT_SLOTS" not in given_in_environment():
         app_config["SYNC_WAIT_SLOTS"] = max(1, threads // 2)  # half the threads stay free for /healthz and reads
     settings = load_settings(app_config)  # a bad OPTSCHED_* variable fails here, before anything starts
+    tenants_of(settings)  # so does a missing or short token (unless OPTSCHED_AUTH=off)
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stdout)
     sock = _listen(host, port)
     log.info("listening on http://%s:%s (%d HTTP threads, at most %d connections, %g s to send a request)",

@@ -65,7 +65,7 @@ def measure(rows: int, scrapes: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as folder:
         url = f"sqlite:///{folder}/bench.db"
         PlanStore(url).close()
-        app = create_app({"DATABASE_URL": url, "START_WORKERS": False, "API_TOKEN": None})
+        app = create_app({"DATABASE_URL": url, "START_WORKERS": False, "API_TOKEN": None, "AUTH": "off"})
         try:
             fill(url, rows, datetime.now(UTC))  # ended after the app started: all of them are to be counted
             client = app.test_client()
@@ -78,7 +78,7 @@ def measure(rows: int, scrapes: int) -> dict[str, float]:
         finally:
             shutdown(app)
         # A server started after they ended: its scrapes find nothing new, so they cost the query alone.
-        app = create_app({"DATABASE_URL": url, "START_WORKERS": False, "API_TOKEN": None})
+        app = create_app({"DATABASE_URL": url, "START_WORKERS": False, "API_TOKEN": None, "AUTH": "off"})
         try:
             client = app.test_client()
             steady = [scrape_ms(client)[0] for _ in range(scrapes)]
@@ -92,7 +92,8 @@ def measure(rows: int, scrapes: int) -> dict[str, float]:
 def hook_cost(requests: int) -> tuple[float, float]:
     """Median microseconds of GET /healthz through the test client, with the metrics hooks and without them."""
     with tempfile.TemporaryDirectory() as folder:
-        app = create_app({"DATABASE_URL": f"sqlite:///{folder}/h.db", "START_WORKERS": False, "API_TOKEN": None})
+        app = create_app({"DATABASE_URL": f"sqlite:///{folder}/h.db", "START_WORKERS": False, "API_TOKEN": None,
+                          "AUTH": "off"})
         try:
             client = app.test_client()
 

@@ -13,6 +13,7 @@ overwrite a newer claim of the same plan.
 from __future__ import annotations
 
 import builtins  # `list` is also a method of PlanStore
+import json
 import logging
 import os
 import re
@@ -32,6 +33,7 @@ from sqlalchemy import (
     create_engine,
     delete,
     event,
+    func,
     insert,
     or_,
     select,
@@ -43,7 +45,13 @@ from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from optsched.infra.migrations import upgrade
-from optsched.infra.tables import DEFAULT_DATABASE_URL, FIRST_KIND, metadata, plans  # noqa: F401 - re-exported
+from optsched.infra.tables import (  # noqa: F401 - re-exported
+    DEFAULT_DATABASE_URL,
+    DEFAULT_TEAM,
+    FIRST_KIND,
+    metadata,
+    plans,
+)
 from optsched.schema.errors import OptschedError
 
 log = logging.getLogger(__name__)
@@ -121,6 +129,8 @@ class PlanRecord:
     params: dict[str, Any] | None = None
     headline: dict[str, Any] | None = None  # listings with headline=True: figures read out of the documents
     verdict: str | None = None  # set when finished
+    team: str = DEFAULT_TEAM
+    stored_bytes: int = 0
 
     @property
     def outcome(self) -> str:
@@ -149,6 +159,8 @@ class PlanRecord:
             kind=m["kind"],
             params=m.get("params"),
             verdict=m.get("verdict"),
+            team=m.get("team", DEFAULT_TEAM),
+            stored_bytes=m.get("stored_bytes") or 0,
             headline={k.removeprefix(_HEADLINE_PREFIX): v for k, v in m.items() if k.startswith(_HEADLINE_PREFIX)}
             or None,
         )
@@ -176,6 +188,21 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def document_bytes(*documents: Any) -> int:
+    """What documents weigh in the store: their compact JSON, in bytes (None weighs nothing)."""
+    return sum(len(json.dumps(d, separators=(",", ":")).encode()) for d in documents if d is not None)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one team holds in the store: rows not final yet, bytes of all its rows' documents, and when its oldest
+    final row finished (None: it has none)."""
+
+    unfinished: int
+    stored_bytes: int
+    oldest_finished_at: datetime | None
+
+
 class PlanStore:
     """Plans in a SQL database; thread-safe (one engine, one connection per operation)."""
 
@@ -196,19 +223,40 @@ class PlanStore:
 
     # -- reads -------------------------------------------------------------------------------------
 
-    def get(self, plan_id: str, kind: str | None = None) -> PlanRecord | None:
-        """The record with this id (of this kind, when given), or None."""
+    def get(self, plan_id: str, kind: str | None = None, team: str | None = None) -> PlanRecord | None:
+        """The record with this id (of this kind, of this team, when given), or None."""
         query = select(plans).where(plans.c.id == plan_id)
         if kind is not None:
             query = query.where(plans.c.kind == kind)
+        if team is not None:
+            query = query.where(plans.c.team == team)
         with self.engine.connect() as c:
             row = c.execute(query).first()
         return PlanRecord.from_row(row) if row else None
 
-    def get_by_key(self, idempotency_key: str) -> PlanRecord | None:
+    def get_by_key(self, idempotency_key: str, team: str = DEFAULT_TEAM) -> PlanRecord | None:
+        """The team's record stored with this idempotency key (keys are unique per team), or None."""
         with self.engine.connect() as c:
-            row = c.execute(select(plans).where(plans.c.idempotency_key == idempotency_key)).first()
+            row = c.execute(
+                select(plans).where(plans.c.team == team, plans.c.idempotency_key == idempotency_key)
+            ).first()
         return PlanRecord.from_row(row) if row else None
+
+    def usage(self, team: str) -> Usage:
+        """What the team holds (`Usage`), in one query."""
+        final = plans.c.status.in_([s.value for s in FINAL_STATES])
+        query = select(
+            func.count().filter(plans.c.status.in_([s.value for s in UNFINISHED])),
+            func.coalesce(func.sum(plans.c.stored_bytes), 0),
+            func.min(plans.c.finished_at).filter(final),
+        ).where(plans.c.team == team)
+        with self.engine.connect() as c:
+            unfinished, stored, oldest = c.execute(query).one()
+        if isinstance(oldest, str):  # SQLite returns an aggregate of the column as its stored text
+            oldest = datetime.fromisoformat(oldest)
+        if oldest is not None and oldest.tzinfo is None:
+            oldest = oldest.replace(tzinfo=UTC)
+        return Usage(unfinished=int(unfinished or 0), stored_bytes=int(stored or 0), oldest_finished_at=oldest)
 
     def list(
         self,
@@ -218,10 +266,12 @@ class PlanStore:
         status: JobState | None = None,
         verdict: str | None = None,
         kind: str | None = None,
+        team: str | None = None,
         headline: bool = False,
     ) -> tuple[list[PlanRecord], str | None]:
         """Newest first, without documents; the second item is the cursor of the next page (None on the last).
-        `status`, `verdict` and `kind` filter when given; `headline` adds a few figures read out of the documents."""
+        `status`, `verdict`, `kind` and `team` filter when given; `headline` adds a few figures read out of the
+        documents."""
         columns = [*_SUMMARY_COLUMNS, *(_HEADLINE_COLUMNS if headline else [])]
         query = select(*columns).order_by(plans.c.submitted_at.desc(), plans.c.id.desc()).limit(limit + 1)
         if status is not None:
@@ -230,6 +280,8 @@ class PlanStore:
             query = query.where(plans.c.verdict == verdict)
         if kind is not None:
             query = query.where(plans.c.kind == kind)
+        if team is not None:
+            query = query.where(plans.c.team == team)
         if cursor is not None:
             at, last_id = _decode_cursor(cursor)
             query = query.where(or_(plans.c.submitted_at < at, and_(plans.c.submitted_at == at, plans.c.id < last_id)))
@@ -302,11 +354,13 @@ class PlanStore:
         *,
         kind: str = FIRST_KIND,
         params: dict[str, Any] | None = None,
+        team: str = DEFAULT_TEAM,
     ) -> tuple[PlanRecord, bool]:
-        """Store a queued resource; with a key already used (by any kind), return that one instead (second item
-        False: the caller compares kind, workload and params to tell a retry from a reused key)."""
+        """Store a queued resource of `team`; with a key the team already used (for any kind), return that one
+        instead (second item False: the caller compares kind, workload and params to tell a retry from a reused
+        key). Keys are the team's own: another team's key is another key."""
         if idempotency_key is not None:
-            existing = self.get_by_key(idempotency_key)
+            existing = self.get_by_key(idempotency_key, team)
             if existing is not None:
                 return existing, False
         record = PlanRecord(
@@ -321,6 +375,8 @@ class PlanStore:
             workload=workload,
             kind=kind,
             params=params,
+            team=team,
+            stored_bytes=document_bytes(workload, params),
         )
         values = {
             "id": record.id,
@@ -331,13 +387,15 @@ class PlanStore:
             "idempotency_key": idempotency_key,
             "submitted_at": record.submitted_at,
             "attempts": 0,
+            "team": team,
+            "stored_bytes": record.stored_bytes,
         }
         try:
             with self.engine.begin() as c:
                 c.execute(insert(plans).values(**values))
         except IntegrityError:
             # A concurrent request with the same key won the insert.
-            existing = self.get_by_key(idempotency_key) if idempotency_key is not None else None
+            existing = self.get_by_key(idempotency_key, team) if idempotency_key is not None else None
             if existing is None:
                 raise
             return existing, False
@@ -372,8 +430,10 @@ class PlanStore:
             raise ValueError(f"finish needs a final state, not {state}")
         if (state is JobState.finished) != (verdict is not None):
             raise ValueError(f"a finished job has a verdict and no other final state has one ({state}, {verdict!r})")
+        # Counted once: a claim finishes once (incumbents, replaced while solving, are not counted).
         return self._update_claim(
-            plan_id, attempt, status=state.value, verdict=verdict, plan=plan, error=error, finished_at=_now()
+            plan_id, attempt, status=state.value, verdict=verdict, plan=plan, error=error, finished_at=_now(),
+            stored_bytes=plans.c.stored_bytes + document_bytes(plan),
         )
 
     def requeue(self, plan_id: str, attempt: int) -> bool:
@@ -431,6 +491,29 @@ class PlanStore:
             return bool(
                 c.execute(
                     delete(plans).where(plans.c.id == plan_id, plans.c.status.in_([s.value for s in states]))
+                ).rowcount
+            )
+
+    def delete_expired(self, finished_before: datetime, limit: int = 500) -> int:
+        """Delete up to `limit` final rows that finished before `finished_before`, oldest first, in one transaction
+        (each row is a whole resource: it goes entirely or not at all); how many went."""
+        expired = (
+            select(plans.c.id)
+            .where(plans.c.status.in_([s.value for s in FINAL_STATES]), plans.c.finished_at < finished_before)
+            .order_by(plans.c.finished_at)
+            .limit(limit)
+        )
+        with self.engine.begin() as c:
+            ids = [r.id for r in c.execute(expired)]
+            if not ids:
+                return 0
+            return int(
+                c.execute(
+                    delete(plans).where(
+                        plans.c.id.in_(ids),
+                        plans.c.status.in_([s.value for s in FINAL_STATES]),
+                        plans.c.finished_at < finished_before,
+                    )
                 ).rowcount
             )
 

@@ -35,7 +35,7 @@ def _app(database, redis, **config):
     from api import create_app
 
     app = create_app({"DATABASE_URL": database.url, "QUEUE_URL": redis.url, "QUEUE_NAME": f"q-{uuid.uuid4().hex[:8]}",
-                      "API_TOKEN": None, "SYNC_WAIT_S": 0, **config})
+                      "API_TOKEN": None, "AUTH": "off", "SYNC_WAIT_S": 0, **config})
     app.config["TESTING"] = True
     return app
 

@@ -65,7 +65,7 @@ def gone(pid: int, timeout_s: float) -> bool:
 def test_the_queue_url_chooses_rq_and_without_it_the_embedded_pool_stays(tmp_path):
     from api import create_app, shutdown
 
-    base = {"DATABASE_URL": f"sqlite:///{tmp_path}/p.db", "START_WORKERS": False, "API_TOKEN": None}
+    base = {"DATABASE_URL": f"sqlite:///{tmp_path}/p.db", "START_WORKERS": False, "API_TOKEN": None, "AUTH": "off"}
     embedded = create_app(base)
     scaled = create_app({**base, "QUEUE_URL": "redis://127.0.0.1:6379/15", "QUEUE_NAME": "never-used"})
     try:
@@ -323,3 +323,24 @@ def test_submit_beyond_the_bound_raises_queue_full(private):
     with pytest.raises(QueueFull) as caught:
         bounded.submit(second.id)
     assert caught.value.retry_after_s >= 1
+
+
+def test_a_worker_pools_housekeeping_deletes_the_results_past_their_time_to_live(private, monkeypatch, tmp_path):
+    from optsched.infra.availability import Availability
+    from optsched.infra.rq.sweep import housekeeping
+
+    ctx, _ = private
+    monkeypatch.setattr(ctx, "result_ttl_s", 3_600.0)
+    monkeypatch.setattr(ctx, "spool_dir", tmp_path / "spool")
+    rows = {}
+    for age_s in (7_200, 60):
+        record, _ = ctx.store.create(tiny_workload())
+        claimed = ctx.store.claim(record.id)
+        ctx.store.finish(record.id, claimed.attempts, JobState.cancelled, error="stopped")
+        with ctx.store.engine.begin() as c:
+            c.execute(update(plans).where(plans.c.id == record.id).values(
+                finished_at=datetime.now(UTC) - timedelta(seconds=age_s)))
+        rows[age_s] = record.id
+    housekeeping(ctx, Availability("Redis"), Availability("the database"))  # what a pool runs every lease / 3
+    assert ctx.store.get(rows[7_200]) is None  # ended two hours ago, kept one: gone
+    assert ctx.store.get(rows[60]) is not None

@@ -58,6 +58,8 @@ class LiveServer:
         environment = {**os.environ, "OPTSCHED_DATABASE_URL": f"sqlite:///{self.database}", **self.env, **(env or {})}
         if "OPTSCHED_API_TOKEN" not in self.env and "OPTSCHED_API_TOKEN" not in (env or {}):
             environment.pop("OPTSCHED_API_TOKEN", None)
+        if not any(environment.get(name) for name in ("OPTSCHED_API_TOKEN", "OPTSCHED_API_TOKENS")):
+            environment.setdefault("OPTSCHED_AUTH", "off")  # a server without a token must say so (tenants)
         options = ["--port", str(self.port), "--workers", str(self.workers), "--threads", str(self.threads)]
         command = [*(self.command or [str(OPTSCHED), "serve"]), *options]
         with self.log.open("ab") as out:
