@@ -152,10 +152,19 @@ def night_runs(seed: int) -> tuple[list[str], list[str]]:
         name = objective if objective == "weighted_speedup" else f"{objective} / {fairness}"
         rho = "-" if plan.summary.max_rho is None else f"{plan.summary.max_rho:.2f}"
         wmct = plan.summary.weighted_mean_completion_hours
+        # The event MILP's own timeline (the `milp` candidate alone): what its fairness weights do.
+        milp = optsched.plan_night(queue, start=datetime.datetime(2026, 12, 1, 22), hours=8, candidates=("milp",))
+        problems += len(verify_timeline(queue, milp))
+        mx = progress_by_morning(milp.jobs, milp.hours)
+        m_team = night_fairness(NightQueue.load({**queue, "objective": "team_max_min"}), milp.jobs, milp.hours)
+        m_rho = "-" if milp.summary.max_rho is None else f"{milp.summary.max_rho:.2f}"
+        m_wmct = milp.summary.weighted_mean_completion_hours
         rows.append(
             f"| small-{seed} | {name} | {plan.chosen} | {seconds:.1f} | {min(x.values()):.3f} | "
             f"{jain(list(x.values())):.3f} | {by_team:.2f} | {rho} | "
-            + ("-" if wmct is None else f"{wmct:.2f}") + f" | {len(plan.summary.never_ran)} | {problems} |"
+            + ("-" if wmct is None else f"{wmct:.2f}") + f" | {len(plan.summary.never_ran)} | "
+            f"{min(mx.values()):.3f} | {m_team:.2f} | {m_rho} | " + ("-" if m_wmct is None else f"{m_wmct:.2f}")
+            + f" | {problems} |"
         )
         print(f"night small-{seed} {name}: {plan.chosen} in {seconds:.1f} s, min x {min(x.values()):.3f}, "
               f"team {by_team:.2f}, max rho {rho}", flush=True)
@@ -314,10 +323,12 @@ def main(argv: list[str] | None = None) -> None:
         "kept), under each objective (`night_fairness` after the slash). x_j: the share of job j's work done by "
         "morning; *teams*: min over teams of their x sum / share (team_max_min's value); rho = (finish - release) / "
         "(work / speedup on 1/n of the fleet), n the queue's jobs (optsched/night/fairness.py); *wmct*: weighted "
-        "mean completion in hours (the price of fairness over the night).",
+        "mean completion in hours (the price of fairness over the night). *milp:* the same for the `milp` "
+        "candidate's own timeline (its events weighted by the objective; the others are not).",
         "",
-        "| queue | objective | chosen | s | min x | Jain x | teams | max rho | wmct | never ran | violations |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| queue | objective | chosen | s | min x | Jain x | teams | max rho | wmct | never ran | milp: min x "
+        "| milp: teams | milp: max rho | milp: wmct | violations |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         *nights,
         "",
         "Per team:",
