@@ -20,8 +20,9 @@ $(STAMP): pyproject.toml
 plan: install
 	$(BIN)/optsched plan models/workloads/demo.json --table
 
+# On 127.0.0.1 only; without OPTSCHED_API_TOKEN(S) or OPTSCHED_AUTH it runs with OPTSCHED_AUTH=off (logged at start).
 serve: install
-	$(BIN)/optsched serve
+	$(if $(OPTSCHED_API_TOKEN)$(OPTSCHED_API_TOKENS)$(OPTSCHED_AUTH),,OPTSCHED_AUTH=off) $(BIN)/optsched serve
 
 night: install
 	$(BIN)/optsched night models/workloads/night-queue.json --start 2026-12-01T22:00 --hours 8 --out plans/demo

@@ -330,7 +330,8 @@ def worker_command(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s")
     ctx = configure(open_store(settings["DATABASE_URL"]), settings["QUEUE_URL"], runner=RUNNER,
                     queue_name=settings["QUEUE_NAME"], grace_s=settings["SOLVE_GRACE_S"], lease_s=settings["LEASE_S"],
-                    solver_threads=settings["SOLVER_THREADS"], spool_dir=spool_dir, result_retry_s=result_retry_s)
+                    solver_threads=settings["SOLVER_THREADS"], spool_dir=spool_dir, result_retry_s=result_retry_s,
+                    result_ttl_s=settings["RESULT_TTL_S"] or None)
     n = concurrency or os.cpu_count() or 1
     stderr.print(f"optsched worker: {n} process(es) on queue {settings['QUEUE_NAME']!r} at "
                  f"{redacted(settings['QUEUE_URL'])}", highlight=False)

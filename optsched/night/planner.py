@@ -18,7 +18,8 @@ counts as its job finishing SOFT_MISS_HOURS later, so a candidate does not win b
 little weighted completion; energy is the secondary objective, deciding between timelines of equal service.
 `NightPlan.chosen` names it. Under a
 fairness objective (max_min_speedup, team_max_min) the queue's fairness by morning ranks right after the jobs
-never run: the night picks the fairest candidate; each event's MILP still maximises weighted speedup.
+never run (after the largest rho under night_fairness finish_time): the night picks the fairest candidate, and
+the `milp` candidate's events weigh the jobs by the service they have attained (optsched.night.fairness).
 """
 
 from __future__ import annotations
@@ -145,13 +146,16 @@ def score(plan: NightPlan, queue: NightQueue | None = None) -> tuple:
     """(hard deadlines missed, jobs never run, priced weighted mean completion, soft misses, makespan, energy): lower
     wins. Priced: sum w_j (finish_j + SOFT_MISS_HOURS [j missed its soft deadline]) / sum w_j over finished jobs.
     Under a fairness objective of `queue` its value over the night (optsched.night.fairness.night_fairness, higher
-    is fairer) comes before the weighted mean completion, and the largest finish-time rho after it."""
+    is fairer) comes before the weighted mean completion, and the largest finish-time rho after it (before it
+    when the queue's night_fairness is finish_time)."""
     s = plan.summary
     wmct = priced_completion(plan)
     fair: tuple = ()
     if queue is not None and queue.objective in FAIR_OBJECTIVES:
         rho = math.inf if s.max_rho is None else round(s.max_rho, 9)
         fair = (-round(night_fairness(queue, plan.jobs, plan.hours), 9), rho)
+        if queue.night_fairness == "finish_time":
+            fair = fair[::-1]
     return (
         len(s.hard_deadlines_missed),
         len(s.never_ran),
@@ -181,7 +185,9 @@ def candidate_policies(queue: NightQueue, *, time_limit_s: float, mip_gap: float
     n = len(queue.jobs)
     out: list[Policy] = []
     if every or n <= MILP_MAX_JOBS:
-        out.append(MilpPolicy(time_limit_s=time_limit_s, mip_gap=mip_gap, name="milp"))
+        # Under a fairness objective each event's MILP weighs the jobs by the service they have attained.
+        weighting = queue.night_fairness if queue.objective in FAIR_OBJECTIVES else "wsrpt"
+        out.append(MilpPolicy(time_limit_s=time_limit_s, mip_gap=mip_gap, weighting=weighting, name="milp"))
     if every or n <= CLASSIC_MAX_JOBS:
         out.append(
             MilpPolicy(

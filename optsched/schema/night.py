@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -119,6 +119,12 @@ class NightQueue(Workload):
     power: NightPower = NightPower()
     failures: tuple[DeviceFailure, ...] = Field(default=(), max_length=10_000)
     defaults: NightDefaults = NightDefaults()
+    night_fairness: Literal["progress", "finish_time"] = Field(
+        default="progress",
+        description="Under a fairness objective (max_min_speedup, team_max_min), what the night equalises: "
+        "'progress', the objective's max-min over each job's (team's) share of its work done by morning, or "
+        "'finish_time', the largest finish-time fairness rho (docs/guides/fairness.md).",
+    )
 
     @model_validator(mode="after")
     def consistent(self) -> NightQueue:
@@ -484,6 +490,12 @@ class NightSummary(_Frozen):
     bound: NightBound | None = Field(
         default=None,
         description="Gap to the time-indexed lower bound (plan_night's chosen timeline; null for baselines).",
+    )
+    fairness: float | None = Field(
+        default=None,
+        description="Under a fairness objective, its value by morning on each job's share x_j of its work done by "
+        "the end of the night: max_min_speedup min_j x_j / weight_j, team_max_min min over teams of their summed "
+        "x_j / share (null under other objectives).",
     )
 
 
