@@ -124,8 +124,8 @@ def test_the_bound_is_below_every_verified_timeline(queue):
         return
     for policy in ("fifo", "edf", "easy", "conservative"):
         s = night_checked(queue, policy).summary
-        assert bound.energy_bound_kwh <= s.energy_kwh + 1e-9
-        if not s.never_ran:
+        if not s.never_ran:  # both bounds hold for timelines that finish every job
+            assert bound.energy_bound_kwh <= s.energy_kwh + 1e-9
             assert bound.weighted_completion_bound_hours <= s.weighted_mean_completion_hours + 1e-9
 
 
