@@ -133,11 +133,27 @@ class ChartDrawer:
 
     def png(self, key: str, draw: Callable[[Any], bytes], document: Any) -> bytes:
         """The chart `draw(document)`: from the cache, from a drawing of the same key under way, or drawn now;
-        ChartUnavailable when every slot and waiting place is taken, or the drawing fails or overruns."""
+        ChartUnavailable when every slot and waiting place is taken (a request waiting for a drawing under way
+        takes a place too: each holds an HTTP thread), or the drawing fails or overruns."""
         with self._lock:
             data = self._cache.get(key)
             if data is not None:
                 self._cache.move_to_end(key)
+                return data
+        if not self._admitted.acquire(blocking=False):
+            raise ChartUnavailable(
+                f"{self.workers} chart(s) are being drawn and more are waiting (OPTSCHED_CHART_WORKERS); retry shortly"
+            )
+        try:
+            return self._drawn_once(key, draw, document)
+        finally:
+            self._admitted.release()
+
+    def _drawn_once(self, key: str, draw: Callable[[Any], bytes], document: Any) -> bytes:
+        """The chart from the cache, from the drawing of `key` under way, or drawn by this call."""
+        with self._lock:
+            data = self._cache.get(key)
+            if data is not None:
                 return data
             flight = self._flights.get(key)
             owner = flight is None
@@ -151,7 +167,7 @@ class ChartDrawer:
             assert flight.data is not None
             return flight.data
         try:
-            flight.data = self._draw_admitted(draw, document)
+            flight.data = self._draw_in_slot(draw, document)
             with self._lock:
                 self._cache[key] = flight.data
                 while len(self._cache) > CHART_CACHE_SIZE:
@@ -165,32 +181,25 @@ class ChartDrawer:
                 self._flights.pop(key, None)
             flight.done.set()
 
-    def _draw_admitted(self, draw: Callable[[Any], bytes], document: Any) -> bytes:
-        if not self._admitted.acquire(blocking=False):
-            raise ChartUnavailable(
-                f"{self.workers} chart(s) are being drawn and more are waiting (OPTSCHED_CHART_WORKERS); retry shortly"
-            )
+    def _draw_in_slot(self, draw: Callable[[Any], bytes], document: Any) -> bytes:
         try:
-            try:
-                worker = self._idle.get(timeout=self.timeout_s)
-            except queue.Empty:
-                raise ChartUnavailable("every chart slot stayed busy; retry shortly") from None
-            try:
-                worker = worker or _Worker()
-                data = self._draw(worker, draw, document)
-            except BaseException:
-                if worker is not None:
-                    worker.kill()
-                self._idle.put(None)
-                raise
-            worker.drawn += 1
-            if worker.drawn >= DRAWS_PER_PROCESS:
-                worker.stop()  # matplotlib's caches grow; a fresh process starts on the next chart
-                worker = None
-            self._idle.put(worker)
-            return data
-        finally:
-            self._admitted.release()
+            worker = self._idle.get(timeout=self.timeout_s)
+        except queue.Empty:
+            raise ChartUnavailable("every chart slot stayed busy; retry shortly") from None
+        try:
+            worker = worker or _Worker()
+            data = self._draw(worker, draw, document)
+        except BaseException:
+            if worker is not None:
+                worker.kill()
+            self._idle.put(None)
+            raise
+        worker.drawn += 1
+        if worker.drawn >= DRAWS_PER_PROCESS:
+            worker.stop()  # matplotlib's caches grow; a fresh process starts on the next chart
+            worker = None
+        self._idle.put(worker)
+        return data
 
     def _draw(self, worker: _Worker, draw: Callable[[Any], bytes], document: Any) -> bytes:
         if not worker.ready:

@@ -78,10 +78,25 @@ def test_one_chart_asked_for_at_once_is_drawn_once_and_the_surplus_gets_503(tmp_
     try:
         drawer.png("warm", slow_png, {"seconds": 0, "name": "warm", "log": str(log)})
         same = {"seconds": 1, "name": "same", "log": str(log)}
-        with ThreadPoolExecutor(12) as pool:
-            answers = list(pool.map(lambda _: drawer.png("same", slow_png, same), range(12)))
-        assert answers == [b"\x89PNGsame"] * 12
+        room = 1 + WAITING_PER_SLOT  # one drawing, the others waiting for it
+        with ThreadPoolExecutor(room) as pool:
+            answers = list(pool.map(lambda _: drawer.png("same", slow_png, same), range(room)))
+        assert answers == [b"\x89PNGsame"] * room
         assert [name for name, _ in drawn(str(log))] == ["warm", "same"]  # drawn once
+        # 12 at once: those beyond the waiting room are refused (each would hold an HTTP thread), it is drawn once.
+        storm = {"seconds": 1, "name": "storm", "log": str(log)}
+
+        def ask(_: int) -> bytes | str:
+            try:
+                return drawer.png("storm", slow_png, storm)
+            except ChartUnavailable as exc:
+                return str(exc)
+
+        with ThreadPoolExecutor(12) as pool:
+            answers = list(pool.map(ask, range(12)))
+        assert b"\x89PNGstorm" in answers
+        assert all(a == b"\x89PNGstorm" or "OPTSCHED_CHART_WORKERS" in a for a in answers)
+        assert [name for name, _ in drawn(str(log))] == ["warm", "same", "storm"]
         # One drawing and WAITING_PER_SLOT waiting: the next distinct chart is refused at once.
         barrier = threading.Barrier(WAITING_PER_SLOT + 2)
 

@@ -8,10 +8,10 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optsched.night.bound import BOUND_TIME_LIMIT_S
 from optsched.schema.night import DeviceFailure, NightQueue, _failure_problems, devices_down_at_failures
 from optsched.schema.tolerances import TIME_TOL_HOURS
 from optsched.schema.workload import DeviceGroup, PowerLevel
+from optsched.service.kinds.night_plan import BOUND_TIME_LIMIT_S
 from optsched.verify.timeline import _down_at, down_spans
 from tests.support.factories import failure_queue
 
@@ -129,7 +129,7 @@ def test_a_night_posted_with_many_failures_is_checked_quickly_and_its_failures_c
     assert refused.status_code == 422, refused.get_json()
     error = refused.get_json()["errors"][0]
     assert error["path"] == "queue.options.time_limit_s" and "OPTSCHED_MAX_SOLVE_S" in error["message"]
-    # 5 s x (2 per failure x 1,000 + 2 for the job + start and end), and the time limit of the summary's bound.
-    assert f"{5 * 2004 + BOUND_TIME_LIMIT_S:,.0f} s" in error["message"]
-    queue["failures"] = queue["failures"][:100]  # 5 s x 204 events = 1,020 s, within the default 3,600 s
+    # 5 s x (2 per failure x 1,000 + 2 for the job + start and end), plus the time limit of the summary's bound.
+    assert f"{5 * 2_004 + BOUND_TIME_LIMIT_S:,.0f} s" in error["message"]
+    queue["failures"] = queue["failures"][:100]  # 5 s x 204 events + the bound, within the default 3,600 s
     assert client.post("/v1/night-plans", json=body).status_code == 202

@@ -118,13 +118,15 @@ def test_plan_night_reports_its_gaps_to_the_bound():
 @settings(max_examples=20, deadline=None)
 @given(night_queues())
 def test_the_bound_is_below_every_verified_timeline(queue):
-    bound = night_bound(NightQueue.load(queue), hours=8.0, time_limit_s=20)
+    # A dual bound stopped by its time limit is still a bound: a short limit keeps the test quick.
+    bound = night_bound(NightQueue.load(queue), hours=8.0, time_limit_s=5)
     if bound.status == BoundStatus.skipped:
         assert bound.reason
         return
     for policy in ("fifo", "edf", "easy", "conservative"):
         s = night_checked(queue, policy).summary
-        if not s.never_ran:  # both bounds hold for timelines that finish every job
+        # Both bounds hold for timelines that finish every job (a timeline that runs nothing spends nothing).
+        if not s.never_ran:
             assert bound.energy_bound_kwh <= s.energy_kwh + 1e-9
             assert bound.weighted_completion_bound_hours <= s.weighted_mean_completion_hours + 1e-9
 
