@@ -20,8 +20,9 @@ $(STAMP): pyproject.toml
 plan: install
 	$(BIN)/optsched plan models/workloads/demo.json --table
 
+# On 127.0.0.1 only; without OPTSCHED_API_TOKEN(S) or OPTSCHED_AUTH it runs with OPTSCHED_AUTH=off (logged at start).
 serve: install
-	$(BIN)/optsched serve
+	$(if $(OPTSCHED_API_TOKEN)$(OPTSCHED_API_TOKENS)$(OPTSCHED_AUTH),,OPTSCHED_AUTH=off) $(BIN)/optsched serve
 
 night: install
 	$(BIN)/optsched night models/workloads/night-queue.json --start 2026-12-01T22:00 --hours 8 --out plans/demo
@@ -72,8 +73,9 @@ bench: install
 
 bench-large: install
 	$(BIN)/python -m bench.large \
-		--runs racks:2K:60:2,racks:5K:60:2,racks:10K:60:1,racks:20K:60:1,racks3:2K:60:2,racks3:5K:60:1,plain:XL:60:1 \
-		--undecomposed racks:2K:60:1 --parts racks:2K:60:2,racks:5K:60:2,racks3:2K:60:2,plain:XL:60:1 \
+		--runs racks:2K:60:2,racks:5K:60:2,racks:10K:60:1,racks:20K:60:1,racks3:2K:60:2,racks3:5K:60:1,plain:XL:60:1,mixed:2K:60:1 \
+		--undecomposed racks:2K:60:1 \
+		--parts racks:2K:60:2,racks:5K:60:2,racks:10K:60:1,racks3:2K:60:2,racks3:5K:60:1,plain:XL:60:1,mixed:2K:60:1 \
 		--baseline-max-jobs 2000 --out bench/results/planner-large.md
 
 clean:

@@ -6,8 +6,9 @@ and is published in the served OpenAPI document (`publish_limits`), so clients s
   `options.time_limit_s` and placement variables (optsched.schema.limits.check_size; 422 naming the path);
 - the worst-case solve time of a resource, time limit x the solves it may run (OPTSCHED_MAX_SOLVE_S; 422);
 - night hours and frontier budgets (OPTSCHED_MAX_NIGHT_HOURS, OPTSCHED_MAX_BUDGETS; 422);
-- charts: rows and bars drawn in the HTTP process (OPTSCHED_MAX_CHART_ROWS / _BARS): a larger chart is not
-  drawn (409 saying so; the JSON document has every figure), so no request holds the chart lock for long.
+- charts: rows and bars (OPTSCHED_MAX_CHART_ROWS / _BARS): a larger chart is not drawn (409 saying so; the JSON
+  document has every figure), so no drawing process (api/drawing.py) runs for long. Every chart function of every
+  kind is in the size table (`_CHART_SIZES`; tests/hardening/test_charts.py checks it).
 """
 
 from __future__ import annotations
@@ -35,8 +36,12 @@ def check_at_most(value: float, setting: str, path: str, what: str) -> None:
     kinds.check_at_most(value, current_app.config, setting, path, what)
 
 
-def check_chart(name: str, rows: int, bars: int) -> None:
-    """409 (the chart is not drawn) when it would have more rows or bars than this server draws."""
+def check_chart(name: str, size: tuple[int, int] | None) -> None:
+    """409 (the chart is not drawn) when it would have more rows or bars than this server draws, or its size is
+    unknown (`chart_size`)."""
+    if size is None:
+        raise ApiProblem(409, f"{name} is not drawn: this server does not know its size (api/costs.py)")
+    rows, bars = size
     max_rows, max_bars = current_app.config["MAX_CHART_ROWS"], current_app.config["MAX_CHART_BARS"]
     if rows > max_rows or bars > max_bars:
         raise ApiProblem(
@@ -46,11 +51,12 @@ def check_chart(name: str, rows: int, bars: int) -> None:
         )
 
 
-def chart_size(draw: Callable[[Any], bytes], document: Any) -> tuple[int, int]:
-    """(rows, bars) the chart `draw` would draw for `document`; a chart this module does not know counts as one
-    row per top-level item of the document's largest list."""
+def chart_size(draw: Callable[[Any], bytes], document: Any) -> tuple[int, int] | None:
+    """(rows, bars) the chart `draw` would draw for `document`; None for a chart the size table lacks, which is
+    not drawn (a kind that adds a chart adds its size here; tests/hardening/test_charts.py checks every registered
+    chart is in it)."""
     size = _CHART_SIZES.get(getattr(draw, "__name__", ""))
-    return size(document) if size is not None else (0, 0)
+    return None if size is None else size(document)
 
 
 def _gantt_size(plan: Any) -> tuple[int, int]:
@@ -72,12 +78,18 @@ def _frontier_size(frontier: Any) -> tuple[int, int]:
     return 1, len(frontier.points)
 
 
+def _queueing_front_size(study: Any) -> tuple[int, int]:
+    # Each point of the front carries its caps as a text label, as costly to draw as a row's name.
+    return len(study.front), len(study.front) * max(1, len(study.classes))
+
+
 # Chart functions by name (optsched.charts, optsched.explain.frontier) -> their size.
 _CHART_SIZES: dict[str, Callable[[Any], tuple[int, int]]] = {
     "gantt_png": _gantt_size,
     "power_png": _power_size,
     "placement_png": _placement_size,
     "plot_frontier": _frontier_size,
+    "queueing_front_png": _queueing_front_size,
 }
 
 

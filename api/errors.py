@@ -18,12 +18,16 @@ from optsched.schema.errors import FieldError, InvalidPlan, InvalidWorkload
 from optsched.schema.workload import field_errors
 from optsched.service.kinds.base import Conflict
 from optsched.service.resources import IdempotencyConflict, NotFound
+from optsched.service.tenants import QuotaExceeded, TeamQueueFull
 
 PROBLEM_JSON = "application/problem+json"
 # Problem types: about:blank where the status says it all, a URN where the client can act on the kind.
 INVALID_WORKLOAD = "urn:optsched:problem:invalid-workload"
 INVALID_REQUEST = "urn:optsched:problem:invalid-request"
 QUEUE_FULL = "urn:optsched:problem:queue-full"
+TEAM_QUEUE_FULL = "urn:optsched:problem:team-queue-full"
+QUOTA_EXCEEDED = "urn:optsched:problem:quota-exceeded"
+TOO_MANY_GUESSES = "urn:optsched:problem:too-many-wrong-tokens"
 DEPENDENCY_UNAVAILABLE = "urn:optsched:problem:dependency-unavailable"
 # Retry-After of a dependency outage (the database or Redis does not answer): outages seen last seconds to a minute.
 OUTAGE_RETRY_AFTER_S = 5
@@ -160,6 +164,18 @@ def register_error_handlers(app: Flask) -> None:
     def _queue_full(exc: QueueFull):
         return problem_response(
             ApiProblem(503, str(exc), type=QUEUE_FULL, headers={"Retry-After": str(exc.retry_after_s)})
+        )
+
+    @app.errorhandler(TeamQueueFull)
+    def _team_queue_full(exc: TeamQueueFull):
+        return problem_response(
+            ApiProblem(429, str(exc), type=TEAM_QUEUE_FULL, headers={"Retry-After": str(exc.retry_after_s)})
+        )
+
+    @app.errorhandler(QuotaExceeded)
+    def _quota_exceeded(exc: QuotaExceeded):
+        return problem_response(
+            ApiProblem(507, str(exc), type=QUOTA_EXCEEDED, headers={"Retry-After": str(exc.retry_after_s)})
         )
 
     def _outage(what: str) -> Any:

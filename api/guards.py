@@ -1,30 +1,35 @@
-"""Checks run before every /v1 view: the bearer token, then (for bodies) JSON that parses."""
+"""Checks run before every /v1 view: the bearer token (which says the request's team, optsched.service.tenants,
+and is throttled per client address, api/throttle.py), then (for bodies) JSON that parses."""
 
 from __future__ import annotations
 
 import hmac
 import json
+import math
 from datetime import UTC, datetime
 from typing import Any
 
-from flask import Request, current_app, g, request
+from flask import Request, g, request
 from flask.json.provider import DefaultJSONProvider
 
-from api.errors import ApiProblem
+from api.errors import TOO_MANY_GUESSES, ApiProblem
+from api.services import services, tenants
+from optsched.infra.store import DEFAULT_TEAM
 from optsched.schema.errors import FieldError, InvalidWorkload
 from optsched.schema.limits import check_document, json_path
 
 # Documented on every /v1 operation; the empty alternative says the token is optional unless configured.
 V1_SECURITY: list[dict[str, list[str]]] = [{"bearerAuth": []}, {}]
-UNAUTHORIZED = "Missing or wrong bearer token (only when OPTSCHED_API_TOKEN is set)."
+UNAUTHORIZED = "Missing or wrong bearer token (unless the server runs with OPTSCHED_AUTH=off)."
 BEARER_SCHEME: dict[str, Any] = {
-    "bearerAuth": {"type": "http", "scheme": "bearer", "description": "OPTSCHED_API_TOKEN, when set."}
+    "bearerAuth": {"type": "http", "scheme": "bearer",
+                   "description": "A team's token (OPTSCHED_API_TOKENS, or OPTSCHED_API_TOKEN: the team `default`)."}
 }
 
 
-def security_requirement(token: str | None) -> list[dict[str, list[str]]]:
-    """The OpenAPI `security` of every /v1 operation on a server started with (or without) a token."""
-    return [{"bearerAuth": []}] if token else []
+def security_requirement(authenticated: bool) -> list[dict[str, list[str]]]:
+    """The OpenAPI `security` of every /v1 operation on a server with (or without: OPTSCHED_AUTH=off) tokens."""
+    return [{"bearerAuth": []}] if authenticated else []
 
 
 def note_arrival() -> None:
@@ -43,22 +48,60 @@ def require_v1_token() -> None:
 
 
 def require_token() -> None:
-    """401 unless `Authorization: Bearer <OPTSCHED_API_TOKEN>` (compared in constant time), when a token is set."""
-    token = current_app.config.get("API_TOKEN")
-    if not token:
+    """Sets the request's team (`g.team`) from `Authorization: Bearer <token>`: 401 without a team's token, 429
+    while the client address has sent too many wrong ones (api/throttle.py); every team is `default` when the
+    server runs with OPTSCHED_AUTH=off."""
+    if not tenants().enabled:
+        g.team = DEFAULT_TEAM
         return
-    if not bearer_matches(token):
+    if getattr(g, "team", None) is not None:
+        return  # checked already (the app-wide check, then the blueprint's)
+    refuse_while_throttled()
+    team = bearer_team()
+    if team is None:
+        if "Authorization" in request.headers:
+            guess_failed()
         raise ApiProblem(
             401,
-            "this service needs `Authorization: Bearer <token>` with the token it was started with",
+            "this service needs `Authorization: Bearer <token>` with your team's token",
             headers={"WWW-Authenticate": 'Bearer realm="optsched"'},
         )
+    g.team = team
 
 
 def bearer_matches(token: str) -> bool:
     """Whether the request carries `Authorization: Bearer <token>` (compared in constant time)."""
     scheme, _, given = request.headers.get("Authorization", "").partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
+def bearer_team() -> str | None:
+    """The team whose token the request carries as `Authorization: Bearer <token>` (constant-time comparisons)."""
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return tenants().team_of(given.strip())
+
+
+def _client() -> str:
+    return request.remote_addr or ""
+
+
+def refuse_while_throttled() -> None:
+    """429 with Retry-After while this client address may try no credential (api/throttle.py)."""
+    wait = services().throttle.wait_s(_client())
+    if wait > 0:
+        raise ApiProblem(
+            429,
+            "too many wrong tokens from this address; retry after Retry-After seconds",
+            type=TOO_MANY_GUESSES,
+            headers={"Retry-After": str(max(1, math.ceil(wait)))},
+        )
+
+
+def guess_failed() -> None:
+    """This client address sent a wrong credential (its throttle bucket loses a token)."""
+    services().throttle.failed(_client())
 
 
 def require_json_body() -> None:

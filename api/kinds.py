@@ -38,7 +38,7 @@ from api.schemas import (
     path_model,
     summary_model,
 )
-from api.services import services
+from api.services import current_team, services
 from optsched.infra.store import PlanRecord
 from optsched.service.kinds import KINDS, KindSpec
 from optsched.service.kinds.base import Chart
@@ -104,6 +104,15 @@ def _add_submit(bp: APIBlueprint, spec: KindSpec) -> None:
             response.headers["Idempotent-Replayed"] = "true"
         return response
 
+    if spec.precount is not None:
+        precount, endpoint = spec.precount, f"{bp.name}.create_{spec.name}"
+
+        def count_before_parsing() -> None:
+            # A blueprint's before_request runs before flask-openapi3 parses the body into the request model.
+            if request.endpoint == endpoint:
+                precount(request.get_json(), current_app.config)
+
+        bp.before_request(count_before_parsing)
     bp.post(rule, operation_id=f"create{spec.camel}", summary=texts.submit_summary,
             description=texts.submit_description, responses=submit_responses(spec, texts.invalid, more))(
         _view(create, f"create_{spec.name}", **models))
@@ -116,7 +125,7 @@ def _add_list(bp: APIBlueprint, spec: KindSpec) -> None:
     def list_page(query: Any) -> dict[str, Any]:
         status = query.status.value if query.status is not None else None
         records, next_cursor = list_resources(
-            services().store, spec, limit=query.limit, cursor=query.cursor, status=status
+            services().store, spec, limit=query.limit, cursor=query.cursor, status=status, team=current_team()
         )
         page = page_model(items=[summary.of(r) for r in records], next_cursor=next_cursor)
         return page.model_dump(mode="json")

@@ -4,21 +4,19 @@ the resource or one of its charts, cancel or delete. Views stay thin: they valid
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
-import matplotlib
 from flask import Response, current_app, request
 from flask_openapi3 import APIBlueprint, Tag
 
 from api.costs import chart_size, check_chart
+from api.drawing import ChartDrawer, ChartUnavailable
 from api.errors import ApiProblem, problem_doc
 from api.guards import UNAUTHORIZED, V1_SECURITY, arrival, require_json_body, require_token
 from api.schemas import resource_model
-from api.services import services
+from api.services import admission, current_team, services
 from optsched.infra.store import PlanRecord
 from optsched.service import resources
 from optsched.service.kinds import KindSpec
@@ -26,12 +24,7 @@ from optsched.service.kinds.base import Chart
 
 PNG = "image/png"
 OCTET_STREAM = "application/octet-stream"
-# Charts are drawn one at a time: some use pyplot, whose state is global; none parses `$...$` in user text.
-_CHART_LOCK = threading.Lock()
-_CHART_RC: dict[Any, Any] = {"text.parse_math": False, "text.usetex": False}
-# Finished results never change, so their charts are kept: the last CHART_CACHE_SIZE drawn, by ETag.
-CHART_CACHE_SIZE = 32
-_chart_cache: OrderedDict[str, bytes] = OrderedDict()
+CHART_DRAWER = "optsched.chart_drawer"
 
 
 # An operation's answers as flask-openapi3 takes them: status -> model, response object, or None.
@@ -62,7 +55,17 @@ def submit_responses(
         413: problem_doc("The body is larger than OPTSCHED_MAX_BODY_MB."),
         415: problem_doc("The body is not `application/json`."),
         422: problem_doc(f"{invalid}; `errors` lists every offending field."),
+        429: problem_doc(
+            "Your team has its whole share of the solve queue queued or solving (OPTSCHED_QUEUE_SIZE divided among "
+            "the teams), or this address sent too many wrong tokens; retry after `Retry-After` seconds.",
+            RETRY_AFTER,
+        ),
         503: problem_doc("The solve queue is full; retry after `Retry-After` seconds.", RETRY_AFTER),
+        507: problem_doc(
+            "Your team's stored documents fill its quota (OPTSCHED_TEAM_QUOTA_MB): delete finished resources, or "
+            "retry after `Retry-After` seconds, when the oldest expires (OPTSCHED_RESULT_TTL_S).",
+            RETRY_AFTER,
+        ),
     }
     responses.update(more or {})
     return dict(sorted(responses.items(), key=lambda item: int(item[0])))
@@ -98,7 +101,7 @@ def png_doc(what: str) -> dict[str, Any]:
 def chart_responses(spec: KindSpec) -> Responses:
     return {
         304: {"description": "Not modified (If-None-Match matched the ETag)."},
-        401: problem_doc("Missing or wrong bearer token (only when OPTSCHED_API_TOKEN is set)."),
+        401: problem_doc(UNAUTHORIZED),
         404: problem_doc(f"No {spec.noun} with this id."),
         409: problem_doc(
             f"No chart in the {spec.noun}'s state: still queued or solving (poll its URL until its status is "
@@ -111,10 +114,10 @@ def chart_responses(spec: KindSpec) -> Responses:
 def submit(
     spec: KindSpec, document: dict[str, Any], params: dict[str, Any], idempotency_key: str | None
 ) -> tuple[PlanRecord, bool]:
-    """Store and queue the resource (optsched.service.resources.submit); with a used Idempotency-Key, the first
-    resource (second item False)."""
+    """Store and queue the resource for the request's team (optsched.service.resources.submit); with an
+    Idempotency-Key the team used already, the first resource (second item False)."""
     done = resources.submit(services().store, services().queue, document, kind=spec, params=params,
-                            idempotency_key=idempotency_key)
+                            idempotency_key=idempotency_key, team=current_team(), admission=admission())
     return done.record, done.created
 
 
@@ -127,7 +130,8 @@ def accepted(spec: KindSpec, record: PlanRecord, created: bool) -> Response:
 
 
 def record_or_404(spec: KindSpec, resource_id: str) -> PlanRecord:
-    record = services().store.get(resource_id, kind=spec.name)
+    """The request's team's resource of this kind, else 404 (another team's resource is not there for it)."""
+    record = services().store.get(resource_id, kind=spec.name, team=current_team())
     if record is None:
         listed = f"; list {spec.noun}s with GET /v1/{spec.collection}" if spec.listed else ""
         raise ApiProblem(404, f"no {spec.noun} {resource_id!r}{listed}")
@@ -145,7 +149,7 @@ def cancel_or_delete(spec: KindSpec, resource_id: str) -> Response | tuple[str, 
     """Cancel an unfinished resource (200 with it), delete a finished one (204)."""
     cancelled = resources.cancel_or_delete(
         services().store, services().queue, spec, resource_id, requested_at=arrival(),
-        replay_s=current_app.config["CANCEL_REPLAY_S"],
+        replay_s=current_app.config["CANCEL_REPLAY_S"], team=current_team(),
     )
     return ("", 204) if cancelled is None else resource_response(spec, cancelled, 200)
 
@@ -171,34 +175,27 @@ def chart_response(spec: KindSpec, resource_id: str, chart: Chart, name: str | N
         why = chart.missing(document)
     if why is not None:
         raise ApiProblem(409, f"the {spec.noun} has no {name}: {why}")  # it exists; its state has no chart
-    check_chart(name, *chart_size(draw, document))
+    check_chart(name, chart_size(draw, document))
     etag = f"{record.id}-{name}-{record.finished_at.timestamp() if record.finished_at else 0:.6f}"
     if request.if_none_match.contains(etag):
         response = current_app.response_class(status=304)
     else:
         # The same bytes as application/octet-stream to a client that asks for that (generated clients do).
         mimetype = request.accept_mimetypes.best_match([PNG, OCTET_STREAM], default=PNG)
-        response = current_app.response_class(_cached(etag, lambda: render(draw, document)), mimetype=mimetype)
+        response = current_app.response_class(render(etag, draw, document), mimetype=mimetype)
     response.set_etag(etag)
     response.headers["Cache-Control"] = "private, no-cache"
     return response
 
 
-def render(draw: Callable[[Any], bytes], document: Any) -> bytes:
-    """Draw one chart at a time, with math text off so that ids such as `$x$` are drawn as written."""
-    with _CHART_LOCK, matplotlib.rc_context(_CHART_RC):
-        return draw(document)
-
-
-def _cached(key: str, make: Callable[[], bytes]) -> bytes:
-    with _CHART_LOCK:
-        data = _chart_cache.get(key)
-        if data is not None:
-            _chart_cache.move_to_end(key)
-            return data
-    data = make()
-    with _CHART_LOCK:
-        _chart_cache[key] = data
-        while len(_chart_cache) > CHART_CACHE_SIZE:
-            _chart_cache.popitem(last=False)
-    return data
+def render(key: str, draw: Callable[[Any], bytes], document: Any) -> bytes:
+    """The chart drawn apart from the HTTP process (api/drawing.py), or 503 with Retry-After when it cannot be now."""
+    drawer = current_app.extensions.get(CHART_DRAWER)
+    if drawer is None:
+        drawer = current_app.extensions.setdefault(
+            CHART_DRAWER, ChartDrawer(current_app.config["CHART_WORKERS"], current_app.config["CHART_TIMEOUT_S"])
+        )
+    try:
+        return drawer.png(key, draw, document)
+    except ChartUnavailable as exc:
+        raise ApiProblem(503, str(exc), headers={"Retry-After": str(exc.retry_after_s)}) from None

@@ -11,7 +11,7 @@ the figures). On top of waitress, this module adds what the service promises:
 - a request that has not arrived whole OPTSCHED_READ_TIMEOUT_S after its first byte gets 408 and the connection
   is closed (waitress alone would wait for its idle timeout and close without an answer);
 - every error the server itself produces (400 malformed request or chunked body, 408, 413, 431, 500) is an
-  RFC 9457 problem document like the application's;
+  RFC 9457 problem document like the application's, with the same security headers;
 - one access-log line per request with the query's values redacted (a `token=` or any other secret sent in a
   URL never reaches the log) and every byte of the path that is not printable ASCII percent-encoded.
 
@@ -43,13 +43,21 @@ from waitress.server import TcpWSGIServer
 from waitress.task import ErrorTask, ThreadedTaskDispatcher
 from waitress.utilities import Error
 
+from api.headers import SERVER_HEADERS
 from optsched.service.settings import given_in_environment, load_settings
+from optsched.service.tenants import tenants_of
 
 log = logging.getLogger("optsched.serve")
 access_log = logging.getLogger("optsched.access")
 
 DEFAULT_HTTP_THREADS = 32
-GRACEFUL_STOP_S = 10.0
+# SIGTERM stops the server within seconds under any load: the HTTP process gives its request threads
+# THREADS_STOP_S to finish and ends itself HTTP_STOP_S after the signal whatever it is doing (plans it was
+# solving are requeued by the pool's stop, or adopted at the next start); the supervisor SIGKILLs it after
+# GRACEFUL_STOP_S, for the case where its main thread never gets to run the signal handler.
+THREADS_STOP_S = 2.0
+HTTP_STOP_S = 4.0
+GRACEFUL_STOP_S = 5.0
 # Largest request line plus headers read (431 above): far above any real client's.
 MAX_HEADER_BYTES = 64 * 1024
 # A dead HTTP process is forked again after this pause, longer when it dies again soon after starting.
@@ -96,6 +104,7 @@ class _ProblemErrorTask(ErrorTask):
         ).encode()
         self.status = f"{error.code} {error.reason}"
         self.response_headers.append(("Content-Type", PROBLEM_JSON))
+        self.response_headers.extend(SERVER_HEADERS.items())  # as on the app's own responses (api/headers.py)
         self.set_close_on_finish()
         self.content_length = len(body)
         self.write(body)
@@ -120,6 +129,14 @@ class _Server(TcpWSGIServer):
 
     channel_class = _Channel
     read_timeout_s = 20.0
+
+    def run(self) -> None:
+        """waitress's loop until SIGTERM (SystemExit), then its threads get THREADS_STOP_S (waitress waits 5 s)."""
+        try:
+            adj = self.adj
+            self.asyncore.loop(timeout=adj.asyncore_loop_timeout, map=self._map, use_poll=adj.asyncore_use_poll)
+        except (SystemExit, KeyboardInterrupt):
+            self.task_dispatcher.shutdown(timeout=THREADS_STOP_S)
 
     def maintenance(self, now: float) -> None:
         """First 408 to requests begun more than read_timeout_s ago; then waitress closes idle connections."""
@@ -244,6 +261,7 @@ def serve(
     if "SYNC_WAIT_SLOTS" not in given_in_environment():
         app_config["SYNC_WAIT_SLOTS"] = max(1, threads // 2)  # half the threads stay free for /healthz and reads
     settings = load_settings(app_config)  # a bad OPTSCHED_* variable fails here, before anything starts
+    tenants_of(settings)  # so does a missing or short token (unless OPTSCHED_AUTH=off)
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stdout)
     sock = _listen(host, port)
     log.info("listening on http://%s:%s (%d HTTP threads, at most %d connections, %g s to send a request)",
@@ -312,10 +330,20 @@ def _describe(status: int) -> str:
     return f"exit code {os.waitstatus_to_exitcode(status)}"
 
 
+def _end_now() -> None:
+    log.warning("the HTTP process did not stop within %g s of SIGTERM; ending it now", HTTP_STOP_S)
+    logging.shutdown()
+    os._exit(0)
+
+
 def _http_process(sock: socket.socket, app_config: dict[str, Any], settings: dict[str, Any], threads: int) -> int:
     """The forked HTTP process: the app (with its solver pool) behind waitress, until SIGTERM; its exit code."""
 
     def stop(_signum: int, _frame: Any) -> None:
+        # Whatever the stop waits for (request threads, the solver pool, the database), the process ends in time.
+        watchdog = threading.Timer(HTTP_STOP_S, _end_now)
+        watchdog.daemon = True
+        watchdog.start()
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, stop)

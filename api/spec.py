@@ -1,7 +1,7 @@
 """The served OpenAPI document, finished for the server that serves it (called once, by create_app's app):
 
-- `security` as configured: bearer auth on every /v1 operation when OPTSCHED_API_TOKEN is set, none otherwise
-  (and no 401 then, since none can be answered);
+- `security` as configured: bearer auth on every /v1 operation unless the server runs with OPTSCHED_AUTH=off
+  (then none, and no 401, since none can be answered);
 - the responses the HTTP server itself gives to any request (400 malformed, 408 too slow, 431 headers too large,
   413 body too large on operations with a body), as problem documents;
 - links from each POST that creates a resource to the operations on its id (GET, DELETE, charts), so a stateful
@@ -23,6 +23,7 @@ from api.errors import problem_doc
 from api.examples import add_examples
 from api.guards import security_requirement
 from optsched.service.kinds.night_plan import NIGHT_START_SCHEMA
+from optsched.service.tenants import tenants_of
 
 # Answered by the HTTP server before (or instead of) the application, on any operation.
 SERVER_RESPONSES = {
@@ -35,12 +36,12 @@ BODY_TOO_LARGE = "The body is larger than OPTSCHED_MAX_BODY_MB."
 
 def finish_spec(spec: dict[str, Any], config: Mapping[str, Any]) -> None:
     """Finish `spec` (in place) for a server with `config` (see the module docstring)."""
-    token = config.get("API_TOKEN")
+    authenticated = tenants_of(config).enabled
     operations = [(path, method, op) for path, item in spec["paths"].items() for method, op in item.items()]
     for path, _method, op in operations:
         responses = op.setdefault("responses", {})
         if path.startswith("/v1/"):
-            requirement = security_requirement(token)
+            requirement = security_requirement(authenticated)
             if requirement:
                 op["security"] = requirement
             else:
@@ -50,7 +51,7 @@ def finish_spec(spec: dict[str, Any], config: Mapping[str, Any]) -> None:
             responses.setdefault(status, problem_doc(description))
         if "requestBody" in op:
             responses.setdefault("413", problem_doc(BODY_TOO_LARGE))
-    if not token:
+    if not authenticated:
         spec.get("components", {}).pop("securitySchemes", None)
     _add_links(spec)
     add_examples(spec)

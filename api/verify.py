@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from api.costs import check_at_most, check_workload
 from api.errors import problem_doc
-from api.guards import V1_SECURITY, require_json_body, require_token
+from api.guards import UNAUTHORIZED, V1_SECURITY, require_json_body, require_token
 from api.schemas import VerifyRequest, VerifyResult
 from optsched.schema.errors import FieldError, InvalidWorkload
 from optsched.schema.plan import Plan
@@ -38,7 +38,7 @@ bp.before_request(require_json_body)
     responses={
         200: VerifyResult,
         400: problem_doc("The body is not valid JSON."),
-        401: problem_doc("Missing or wrong bearer token (only when OPTSCHED_API_TOKEN is set)."),
+        401: problem_doc(UNAUTHORIZED),
         413: problem_doc("The body is larger than OPTSCHED_MAX_BODY_MB."),
         415: problem_doc("The body is not `application/json`."),
         422: problem_doc("The workload or the plan does not parse; `errors` lists every offending field."),

@@ -1,11 +1,12 @@
 """The plan viewer: server-rendered HTML pages (Flask templates) over the same store as /v1.
 
 `GET /` lists recent plans, night plans and frontiers; `/plans/{id}`, `/night-plans/{id}` and `/frontiers/{id}`
-show one, with charts drawn by optsched.charts / optsched.frontier and served beside the page as PNG. With
-OPTSCHED_API_TOKEN set, every page and chart needs the token: `Authorization: Bearer <token>`, or, in a browser,
-the login form (POST /login, never a token in the URL), which answers with a redirect back and a session cookie
-(HttpOnly, SameSite=Lax, expiring after OPTSCHED_VIEWER_SESSION_S) holding an HMAC keyed by the token, not the
-token itself: a new token ends every session.
+show one, with charts drawn by optsched.charts / optsched.frontier and served beside the page as PNG. Unless
+the server runs with OPTSCHED_AUTH=off, every page and chart needs a team's token: `Authorization: Bearer <token>`,
+or, in a browser, the login form (POST /login, never a token in the URL), which answers with a redirect back and a
+session cookie (HttpOnly, SameSite=Lax, expiring after OPTSCHED_VIEWER_SESSION_S) naming the team, with an HMAC
+keyed by the team's token, not the token itself: a new token ends the team's sessions. A team sees its own
+resources only (optsched.service.tenants); wrong tokens and cookies are throttled per address (api/throttle.py).
 
 Charts are interactive where scripts run: each page embeds its chart data as JSON (api/pages.py) and one script
 of ours (api/static/viewer.js) draws it with Chart.js, vendored in api/static/vendor and served from here under
@@ -24,14 +25,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import Blueprint, Response, abort, current_app, redirect, render_template, request, send_file, url_for
+from flask import Blueprint, Response, abort, current_app, g, redirect, render_template, request, send_file, url_for
 from werkzeug.security import safe_join
 
-from api.guards import bearer_matches
+from api.errors import ApiProblem
+from api.guards import bearer_team, guess_failed, refuse_while_throttled
 from api.pages import frontier_chart, night_view, plan_chart
 from api.resources import chart_response
 from api.schemas import resource_model
-from api.services import services
+from api.services import current_team, services, tenants
 from optsched.charts import placement_png
 from optsched.infra.store import InvalidCursor, PlanRecord
 from optsched.service.kinds import KINDS, KindSpec
@@ -42,15 +44,9 @@ bp = Blueprint("viewer", __name__, template_folder="templates")
 PAGE_SIZE = 30
 REFRESH_S = 2  # unfinished resources reload themselves (meta refresh: no JavaScript)
 COOKIE = "optsched_viewer"
-# Pages take nothing from elsewhere and run only this server's script files (no inline script, no eval); charts,
-# scripts and the stylesheet come from this server.
-PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; script-src 'self'; img-src 'self' data:; style-src 'self'; "
-    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
+# Pages are never cached (they show a resource's state); their security headers, the CSP among them, are the
+# app's (api/headers.py PAGE_POLICY: only this server's script files run, no inline script, no eval).
+PAGE_HEADERS = {"Cache-Control": "no-store"}
 # Scripts and the stylesheet, served under /assets/<digest>/ (public: no secrets in them).
 ASSETS = Path(__file__).resolve().parent / "static"
 ASSET_MAX_AGE_S = 365 * 24 * 3600
@@ -64,31 +60,45 @@ PLACEMENT = Chart(file="placement.png", draw=placement_png, operation="", summar
 
 @bp.before_request
 def require_page_token() -> Response | None:
-    """With OPTSCHED_API_TOKEN set: a bearer token or a live session cookie; else the login page (401), whose form
-    POSTs the token to /login. A token in the URL is never taken (URLs end up in logs and histories)."""
-    token = current_app.config.get("API_TOKEN")
-    if not token or request.endpoint in PUBLIC_ENDPOINTS or request.endpoint == "viewer.login":
+    """Unless OPTSCHED_AUTH=off: a team's bearer token or a live session cookie sets the request's team; else the
+    login page (401), whose form POSTs the token to /login. A token in the URL is never taken (URLs end up in logs
+    and histories). An address that sent too many wrong tokens or cookies gets 429 (api/throttle.py)."""
+    if not tenants().enabled or request.endpoint in PUBLIC_ENDPOINTS or request.endpoint == "viewer.login":
         return None
-    if bearer_matches(token) or _cookie_valid(request.cookies.get(COOKIE, ""), token):
+    try:
+        refuse_while_throttled()
+    except ApiProblem as exc:
+        return _page(429, "error.html", message=exc.detail, headers=exc.headers)
+    cookie = request.cookies.get(COOKIE)
+    team = bearer_team() or (_cookie_team(cookie) if cookie else None)
+    if team is not None:
+        g.team = team
         return None
+    if "Authorization" in request.headers or cookie:
+        guess_failed()
     return _login_page(wrong=False, next_url=_here())
 
 
 @bp.post("/login")
 def login():
-    """The login form's target: the right token sets the session cookie and goes back to `next` (303)."""
-    token = current_app.config.get("API_TOKEN")
+    """The login form's target: a team's token sets the session cookie and goes back to `next` (303)."""
     next_url = _safe_next(request.form.get("next", "/"))
-    if not token:
+    if not tenants().enabled:
         return redirect(next_url, 303)
-    given = request.form.get("token", "")
-    if not hmac.compare_digest(given.encode(), token.encode()):
+    try:
+        refuse_while_throttled()
+    except ApiProblem as exc:
+        return _page(429, "error.html", message=exc.detail, headers=exc.headers)
+    team = tenants().team_of(request.form.get("token", ""))
+    token = tenants().token_of(team) if team is not None else None
+    if team is None or token is None:
+        guess_failed()
         return _login_page(wrong=True, next_url=next_url)
     response = redirect(next_url, 303)
     max_age = int(current_app.config["VIEWER_SESSION_S"])
     response.set_cookie(
-        COOKIE, _cookie_value(token, int(time.time()) + max_age), max_age=max_age, httponly=True, samesite="Lax",
-        secure=request.is_secure, path="/",
+        COOKIE, _cookie_value(team, token, int(time.time()) + max_age), max_age=max_age, httponly=True,
+        samesite="Lax", secure=request.is_secure, path="/",
     )
     return response
 
@@ -126,7 +136,7 @@ def index():
     kind = asked if asked in KINDS else None
     try:
         records, next_cursor = services().store.list(
-            limit=PAGE_SIZE, cursor=request.args.get("cursor") or None, kind=kind, headline=True
+            limit=PAGE_SIZE, cursor=request.args.get("cursor") or None, kind=kind, team=current_team(), headline=True
         )
     except InvalidCursor as exc:
         return _page(400, "error.html", message=str(exc))
@@ -223,8 +233,8 @@ def asset(digest: str, filename: str):
 
 
 def _resource_or_404(spec: KindSpec, resource_id: str) -> tuple[PlanRecord | None, Any]:
-    """(record, resource model), or (None, a 404 page)."""
-    record = services().store.get(resource_id, kind=spec.name)
+    """(record, resource model) of the request's team, or (None, a 404 page)."""
+    record = services().store.get(resource_id, kind=spec.name, team=current_team())
     if record is None:
         return None, _page(404, "error.html", message=f"There is no {spec.noun} with id {resource_id!r}.")
     return record, resource_model(spec).of(record)
@@ -245,23 +255,31 @@ def _common(record: PlanRecord, spec: KindSpec) -> dict[str, Any]:
     }
 
 
-def _page(status: int, template: str, **context: Any) -> Response:
+def _page(status: int, template: str, headers: dict[str, str] | None = None, **context: Any) -> Response:
     context.setdefault("refresh", None)
-    return current_app.response_class(render_template(template, **context), status=status, mimetype="text/html")
+    response = current_app.response_class(render_template(template, **context), status=status, mimetype="text/html")
+    response.headers.update(headers or {})
+    return response
 
 
-def _cookie_value(token: str, expires: int) -> str:
-    """The session cookie, `<expiry>.<HMAC of it keyed by the token>`: it ends at its expiry (Unix time), a new
-    token invalidates it, and it is no bearer token for /v1."""
-    mac = hmac.new(token.encode(), f"optsched viewer session|{expires}".encode(), hashlib.sha256).hexdigest()
-    return f"{expires}.{mac}"
+def _cookie_value(team: str, token: str, expires: int) -> str:
+    """The session cookie, `<expiry>.<team>.<HMAC of both keyed by the team's token>`: it ends at its expiry (Unix
+    time), a new token of the team invalidates it, and it is no bearer token for /v1."""
+    message = f"optsched viewer session|{team}|{expires}".encode()
+    mac = hmac.new(token.encode(), message, hashlib.sha256).hexdigest()
+    return f"{expires}.{team}.{mac}"
 
 
-def _cookie_valid(cookie: str, token: str) -> bool:
-    expires, _, _mac = cookie.partition(".")
+def _cookie_team(cookie: str) -> str | None:
+    """The team of a live, untampered session cookie, else None."""
+    expires, _, rest = cookie.partition(".")
+    team, _, _mac = rest.rpartition(".")
     if not expires.isdigit() or len(expires) > 12 or int(expires) <= time.time():
-        return False
-    return hmac.compare_digest(cookie.encode(), _cookie_value(token, int(expires)).encode())
+        return None
+    token = tenants().token_of(team)
+    if token is None:
+        return None
+    return team if hmac.compare_digest(cookie.encode(), _cookie_value(team, token, int(expires)).encode()) else None
 
 
 @bp.app_template_filter("watts")

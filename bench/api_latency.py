@@ -93,6 +93,7 @@ def start_server(folder: Path, workers: int | None) -> tuple[subprocess.Popen, s
     port = free_port()
     env = {**os.environ, "OPTSCHED_DATABASE_URL": f"sqlite:///{folder}/plans.db", "OPTSCHED_QUEUE_SIZE": "1000"}
     env.pop("OPTSCHED_API_TOKEN", None)
+    env["OPTSCHED_AUTH"] = "off"
     command = [str(Path(sys.executable).with_name("optsched")), "serve", "--port", str(port)]
     if workers:
         command += ["--workers", str(workers)]

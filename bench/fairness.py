@@ -11,7 +11,7 @@ Writes bench/results/fairness.md (docs/benchmarks/fairness.md quotes it). Three 
    min_j S_j / S_j^solo, Jain's index over the normalised speedups, the worst team's normalised sum / share, and
    the total weighted speedup (its loss against weighted_speedup is the price of fairness).
 2. The night queues (bench.night_queues, small), as a snapshot of their jobs the same way (night-only fields
-   dropped; the night planner has no fairness objective yet).
+   dropped), and planned over the night by plan_night under each objective (and night_fairness).
 3. Gavel's own throughputs (/work/shared/data/device_measurements.md: K80, P100, V100 steps/s of six models), one
    device per job, p = 1: Gavel's max-min fairness LP re-derived from its paper (OSDI 2020, section 4.1) beside
    optsched's max_min_speedup.
@@ -34,6 +34,8 @@ import numpy as np
 
 import optsched
 from bench.night_queues import generate as night_queue
+from optsched.night.fairness import night_fairness, progress_by_morning
+from optsched.schema.night import NightQueue
 from optsched.schema.tolerances import FAIRNESS_TOLERANCE
 from optsched.schema.workload import Workload
 from optsched.testing.instances import generate
@@ -123,24 +125,47 @@ def equal_allocation(counts: np.ndarray, n: int) -> np.ndarray:
     return equal / np.maximum(1.0, equal.sum(axis=1, keepdims=True))
 
 
-def night_teams(seed: int) -> list[str]:
-    """The night planner's own timeline of a small queue, its jobs in the teams of `with_teams`: per team its
-    share of the device-hours and its worst finish-time fairness rho (the night has no fairness objective yet)."""
+NIGHT_OBJECTIVES = (
+    ("weighted_speedup", "progress"), ("max_min_speedup", "progress"), ("team_max_min", "progress"),
+    ("max_min_speedup", "finish_time"),
+)
+
+
+def night_runs(seed: int) -> tuple[list[str], list[str]]:
+    """The night planner's timelines of a small queue, its jobs in the teams of `with_teams`, under each night
+    objective: (one row per objective, one row per team and objective). Fairness by morning on x_j, the share of
+    job j's work done by the end of the night: min_j x_j, Jain over x_j, min over teams of their x sum / share;
+    finish-time fairness rho; weighted mean completion (the price)."""
     document = night_queue(seed, "small")
     for j in document["jobs"]:
         p = j["parallel_fraction"]
         j["team"] = "comm" if p < 0.9 else ("mid" if p < 0.97 else "parallel")
-    started = time.monotonic()
-    plan = optsched.plan_night(document, start=datetime.datetime(2026, 12, 1, 22), hours=8)
-    seconds = time.monotonic() - started
-    problems = len(verify_timeline(document, plan))
-    rho = "-" if plan.summary.max_rho is None else f"{plan.summary.max_rho:.2f}"
-    print(f"night small-{seed}: {seconds:.1f} s, max rho {rho}", flush=True)
-    return [
-        f"| small-{seed} | {t.team} | {t.jobs} | {t.share:.0%} | {t.device_hours:.1f} | {t.device_hours_share:.0%} | "
-        + ("-" if t.worst_rho is None else f"{t.worst_rho:.2f}") + f" | {t.never_ran} | {rho} | {problems} |"
-        for t in plan.summary.teams
-    ]
+    rows, teams = [], []
+    for objective, fairness in NIGHT_OBJECTIVES:
+        queue = {**document, "objective": objective, "night_fairness": fairness}
+        started = time.monotonic()
+        plan = optsched.plan_night(queue, start=datetime.datetime(2026, 12, 1, 22), hours=8)
+        seconds = time.monotonic() - started
+        problems = len(verify_timeline(queue, plan))
+        x = progress_by_morning(plan.jobs, plan.hours)
+        by_team = night_fairness(NightQueue.load({**queue, "objective": "team_max_min"}), plan.jobs, plan.hours)
+        name = objective if objective == "weighted_speedup" else f"{objective} / {fairness}"
+        rho = "-" if plan.summary.max_rho is None else f"{plan.summary.max_rho:.2f}"
+        wmct = plan.summary.weighted_mean_completion_hours
+        rows.append(
+            f"| small-{seed} | {name} | {plan.chosen} | {seconds:.1f} | {min(x.values()):.3f} | "
+            f"{jain(list(x.values())):.3f} | {by_team:.2f} | {rho} | "
+            + ("-" if wmct is None else f"{wmct:.2f}") + f" | {len(plan.summary.never_ran)} | {problems} |"
+        )
+        print(f"night small-{seed} {name}: {plan.chosen} in {seconds:.1f} s, min x {min(x.values()):.3f}, "
+              f"team {by_team:.2f}, max rho {rho}", flush=True)
+        teams += [
+            f"| small-{seed} | {name} | {t.team} | {t.jobs} | {t.share:.0%} | {t.device_hours:.1f} | "
+            f"{t.device_hours_share:.0%} | " + ("-" if t.worst_rho is None else f"{t.worst_rho:.2f}")
+            + f" | {t.never_ran} |"
+            for t in plan.summary.teams
+        ]
+    return rows, teams
 
 
 def gavel_lp(throughput: np.ndarray, counts: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, float]:
@@ -262,9 +287,12 @@ def main(argv: list[str] | None = None) -> None:
     for seed in range(args.seeds):
         rows += compare(f"M seed {seed}", generate("M", seed), args.time_limit)
     nights: list[str] = []
+    night_team_rows: list[str] = []
     for seed in range(1, args.queues + 1):
         rows += compare(f"night small-{seed}", snapshot(night_queue(seed, "small")), args.time_limit)
-        nights += night_teams(seed)
+        runs, team_rows = night_runs(seed)
+        nights += runs
+        night_team_rows += team_rows
     lines = [
         "# Fairness benchmark",
         "",
@@ -280,14 +308,23 @@ def main(argv: list[str] | None = None) -> None:
         "*price*: the weighted speedup given up against weighted_speedup.",
         "",
         *table(rows),
-        "## The night planner's timelines (weighted objective)",
+        "## The night planner's timelines, per night objective",
         "",
-        "The same small queues planned over an 8-hour night by `plan_night`; rho = (finish - release) / (work / "
-        "speedup on 1/n of the fleet), n the queue's jobs (optsched/night/fairness.py).",
+        "The same small queues planned over an 8-hour night by `plan_night` (all candidates; *chosen* the one it "
+        "kept), under each objective (`night_fairness` after the slash). x_j: the share of job j's work done by "
+        "morning; *teams*: min over teams of their x sum / share (team_max_min's value); rho = (finish - release) / "
+        "(work / speedup on 1/n of the fleet), n the queue's jobs (optsched/night/fairness.py); *wmct*: weighted "
+        "mean completion in hours (the price of fairness over the night).",
         "",
-        "| queue | team | jobs | share | device-hours | of all | worst rho | never ran | max rho | violations |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| queue | objective | chosen | s | min x | Jain x | teams | max rho | wmct | never ran | violations |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         *nights,
+        "",
+        "Per team:",
+        "",
+        "| queue | objective | team | jobs | share | device-hours | of all | worst rho | never ran |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+        *night_team_rows,
         "",
         "## Beside Gavel's max-min fairness (one device per job, p = 1)",
         "",

@@ -99,7 +99,8 @@ def waitress_attack(folder: Path, counts: list[int], probes: int) -> list[dict]:
 def gunicorn_attack(folder: Path, probes: int) -> dict:
     """The server this replaced: gunicorn, one gthread worker, 32 threads, with 33 stalled connections."""
     port = free_port()
-    env = {**os.environ, "OPTSCHED_DATABASE_URL": f"sqlite:///{folder}/g.db", "OPTSCHED_START_WORKERS": "false"}
+    env = {**os.environ, "OPTSCHED_DATABASE_URL": f"sqlite:///{folder}/g.db", "OPTSCHED_START_WORKERS": "false",
+           "OPTSCHED_AUTH": "off"}
     gunicorn = Path(sys.executable).with_name("gunicorn")
     process = subprocess.Popen(
         [str(gunicorn), "--worker-class", "gthread", "--threads", "32", "--workers", "1", "--bind",
@@ -150,7 +151,8 @@ def costs(folder: Path) -> list[tuple[str, str]]:
 
     settings = load_settings({})
     jobs, rows_cap = settings["MAX_JOBS"], settings["MAX_CHART_ROWS"]
-    app = create_app({"DATABASE_URL": f"sqlite:///{folder}/c.db", "START_WORKERS": False, "API_TOKEN": None})
+    app = create_app({"DATABASE_URL": f"sqlite:///{folder}/c.db", "START_WORKERS": False, "API_TOKEN": None,
+                      "AUTH": "off"})
     client, store = app.test_client(), app.extensions["optsched"].store
     out = []
     try:

@@ -1,12 +1,16 @@
-"""Night planner benchmark: plan_night against FIFO, EDF and EASY backfilling on 24 seeded queues
-(bench/night_queues.py) and on the sample queue, with lower bounds, per queue and as geometric means.
+"""Night planner benchmark: plan_night against FIFO, EDF, EASY and conservative backfilling on 24 seeded queues
+and 9 queues of three new families (bench/night_queues.py) and on the sample queue, with lower bounds, per queue,
+as medians, worst cases and geometric means.
 
-    python -m bench.night                              # the whole suite: 12 small, 8 medium, 4 large queues
-    python -m bench.night --sizes small --out /tmp/night.md
+    python -m bench.night          # the whole suite: new families and small queues first, then medium, large
+    python -m bench.night --sizes short,chains,halving --out /tmp/night.md
 
 Every timeline is checked with the timeline verifier; results go to bench/results/night.md. The acceptance
-criteria of issue 13 are evaluated per queue against the best baseline *per metric* (the lowest hard misses,
-makespan, weighted mean completion and energy among FIFO, EDF and EASY, each on its own).
+criteria of issues 13 and 28 are evaluated per queue against the best baseline *per metric* (the lowest hard
+misses, soft misses, makespan, weighted mean completion and energy among the baselines, each on its own). On
+queues of at most OPTIMUM_MAX_JOBS jobs the time-indexed MILP (optsched.night.bound) runs for --optimum-s
+seconds: the plan's weighted completion is compared with its optimum (or, when it stops first, its dual bound,
+which makes the ratio larger).
 """
 
 from __future__ import annotations
@@ -22,14 +26,19 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
-from bench.night_queues import HOURS, SUITE, generate, lower_bounds
-from optsched.baselines import easy, edf, fifo
+from bench.night_queues import FAMILY_SUITE, HOURS, SUITE, generate, lower_bounds
+from optsched.baselines import conservative, easy, edf, fifo
 from optsched.night import NightPlan, plan_night
+from optsched.night.bound import night_bound
 from optsched.schema.catalog import sample_workload_path
+from optsched.schema.night import BoundStatus, NightQueue
 from optsched.verify.timeline import verify_timeline
 
 START = "2026-12-01T22:00"
-BASELINES = {"fifo": fifo, "edf": edf, "easy": easy}
+BASELINES = {"fifo": fifo, "edf": edf, "easy": easy, "conservative": conservative}
+ORDER = ("short", "chains", "halving", "small", "medium", "large")
+OPTIMUM_MAX_JOBS = 30
+KEYS = ("hard", "soft", "makespan", "wmct", "energy")
 
 
 def run(fn, queue, hours: float) -> tuple[NightPlan, float, int]:
@@ -57,31 +66,189 @@ def geomean(values: list[float]) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="small,medium,large", help="comma-separated sizes to run")
+    parser.add_argument("--sizes", default=",".join(ORDER), help="comma-separated sizes / families, run in this order")
+    parser.add_argument("--optimum-s", type=float, default=60.0, help="seconds for each time-indexed MILP")
     parser.add_argument("--out", type=Path, default=Path("bench/results/night.md"))
     args = parser.parse_args(argv)
     sizes = args.sizes.split(",")
     load_before = os.getloadavg()
 
-    rows, results = [], []
-    for size, seed in SUITE:
-        if size not in sizes:
-            continue
+    rows, results, optima = [], [], []
+    suite = sorted(
+        (q for q in (*FAMILY_SUITE, *SUITE) if q[0] in sizes), key=lambda q: (sizes.index(q[0]), q[1])
+    )
+    def report(sample_rows: list[str], done: bool) -> str:
+        """The results page of the queues run so far (rewritten after each queue: a stopped run keeps them)."""
+        soft_total = sum(r[3]["soft"] for r in results)
+        soft_baselines = {name: sum(r[4][name]["soft"] for r in results) for name in BASELINES}
+        hard_total = sum(r[3]["hard"] for r in results)
+        hard_baselines = {name: sum(r[4][name]["hard"] for r in results) for name in BASELINES}
+        held = {k: sum(1 for r in results if r[6][k]) for k in KEYS}
+        all_ok = sum(1 for r in results if all(r[6].values()))
+        gm = {
+            "wmct_best": geomean([r[3]["wmct"] / r[5]["wmct"] for r in results]),
+            "makespan_best": geomean([r[3]["makespan"] / r[5]["makespan"] for r in results]),
+            "energy_best": geomean([r[3]["energy"] / r[5]["energy"] for r in results]),
+            "wmct_lb": geomean([r[3]["wmct"] / r[10] for r in results]),
+            "makespan_lb": geomean([r[3]["makespan"] / r[9] for r in results]),
+        }
+        gm_base = {
+            name: (
+                geomean([r[4][name]["wmct"] / r[10] for r in results]),
+                geomean([r[4][name]["makespan"] / r[9] for r in results]),
+                geomean([r[4][name]["energy"] / r[5]["energy"] for r in results]),
+            )
+            for name in BASELINES
+        }
+        times = {size: [r[7] for r in results if r[0] == size] for size in sizes}
+        ratios = {
+            key: sorted((r[3][key] / r[5][key], f"{r[0]}-{r[1]}") for r in results)
+            for key in ("wmct", "makespan", "energy")
+        }
+        opt_ratios = sorted(o[1] for o in optima)
+        chosen: dict[str, int] = {}
+        for r in results:
+            chosen[r[11].chosen] = chosen.get(r[11].chosen, 0) + 1
+
+
+        cores = os.cpu_count()
+        lines = [
+            "# Night planner benchmark (bench/night.py)",
+            "",
+            f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
+            (
+                f"- machine: {cores} cores, {platform.system()}, Python {platform.python_version()}, highspy"
+                f" {version('highspy')}; load average at the start {load_before[0]:.1f} (shared with other engineers'"
+                f" jobs while it ran, at the end {os.getloadavg()[0]:.1f}): expect timing noise"
+            ),
+            f"- command: `.venv/bin/python -m bench.night --sizes {args.sizes} --optimum-s {args.optimum_s:g}`"
+        + ("" if done else f" (stopped or still running: {len(results)} of {len(suite)} queues so far)"),
+            (
+                "- queues: `bench/night_queues.py`, seeds as listed (small: 30-60 jobs, 24-48 devices, 8 h; medium: 120"
+                " jobs, 56-80 devices, 8 h; large: 500 jobs, 160-224 devices, 10 h; 3-5 catalog device types, budgets"
+                " 60-85 % of peak, domain budgets, windows, releases, `after` chains, hard and soft deadlines;"
+                " issue 28's families, 24-30 jobs: short (6 h, short jobs, tight soft deadlines), chains (chains of"
+                " 4-6 jobs), halving (the budget above idle halves for 3 h mid-night))"
+            ),
+            (
+                "- planner: `plan_night` at its defaults (candidates: `milp` and `milp-classic` up to 100 jobs,"
+                " `dispatch-efficient` up to 150, four `dispatch-*` orders always; the best timeline by hard misses,"
+                " never run, weighted completion, soft misses, makespan, energy is kept; `chosen` says which)"
+            ),
+            "- best = the best baseline per metric (FIFO, EDF, EASY, conservative backfilling, each metric on its own);"
+            " LB = lower bound (bench/night_queues.py)",
+            "",
+            "- gap to bound: the planner's summary.bound, (plan - LP bound) / plan for weighted completion / energy (or"
+            " why it was skipped); to optimum: weighted completion / the time-indexed MILP's optimum (opt) or, when it"
+            f" stopped at {args.optimum_s:g} s, its dual bound (bound), on queues of <= {OPTIMUM_MAX_JOBS} jobs",
+            "",
+            "| queue | jobs / devices / types | planner s | chosen | hard missed: planner / best (EASY) | soft missed: "
+            "planner / best | weighted mean completion h: planner / best (ratio; ratio to LB) | makespan h: planner / "
+            "best (ratio; to LB) | energy kWh: planner / best (ratio) | criteria hard, soft, makespan, wmct, energy | "
+            "gap to bound | to optimum | verifier violations (all 5 timelines) |",
+            "|---|---|---:|---|---|---|---|---|---|---|---|---|---:|",
+            *rows,
+            "",
+            "## Summary",
+            "",
+            f"- queues: {len(results)}; every criterion held on {all_ok} of {len(results)}",
+            f"- hard misses <= best baseline's: {held['hard']} queues; soft misses <= best: {held['soft']};"
+            f" makespan <= 1.05 x best: {held['makespan']}; weighted mean completion <= best: {held['wmct']};"
+            f" energy <= 1.05 x best: {held['energy']}",
+            *(
+                f"- planner / best baseline, {key}: median {statistics.median(r for r, _ in v):.3f}, worst"
+                f" {v[-1][0]:.3f} ({v[-1][1]})"
+                for key, v in ratios.items()
+                if v
+            ),
+            (
+                f"- weighted completion / time-indexed optimum (queues of <= {OPTIMUM_MAX_JOBS} jobs,"
+                f" {len(opt_ratios)}):"
+                f" min {opt_ratios[0]:.3f}, median {statistics.median(opt_ratios):.3f}, max {opt_ratios[-1]:.3f};"
+                f" within 1.10 on {sum(1 for r in opt_ratios if r <= 1.10 + 1e-9)} of {len(opt_ratios)}"
+                f" (optimum proven on {sum(1 for o in optima if o[2] == BoundStatus.optimal)}, else the dual bound)"
+                if opt_ratios
+                else "- weighted completion / time-indexed optimum: no queue of <= 30 jobs run"
+            ),
+            f"- hard misses (incl. never run) in total: planner {hard_total}, "
+            + ", ".join(f"{k} {v}" for k, v in hard_baselines.items()),
+            f"- soft misses in total: planner {soft_total}, "
+            + ", ".join(f"{k} {v}" for k, v in soft_baselines.items()),
+            (
+                f"- geometric means, planner: weighted completion {gm['wmct_best']:.3f} x best baseline "
+                f"({gm['wmct_lb']:.2f} x LB), makespan {gm['makespan_best']:.3f} x best"
+                f" ({gm['makespan_lb']:.2f} x LB), "
+                f"energy {gm['energy_best']:.3f} x best"
+            ),
+            *(
+                f"- geometric means, {name}: weighted completion {w:.2f} x LB, makespan {mk:.2f} x LB, "
+                f"energy {e:.3f} x best"
+                for name, (w, mk, e) in gm_base.items()
+            ),
+            *(
+                f"- planning time, {size}: median {statistics.median(t):.1f} s, max {max(t):.1f} s"
+                for size, t in times.items()
+                if t
+            ),
+            "- chosen candidates: " + ", ".join(f"{k} {v}" for k, v in sorted(chosen.items())),
+            f"- verifier violations over every timeline: {sum(r[8] for r in results)}",
+            "",
+            "## Sample queue (`models/workloads/night-queue.json`, 8 h)",
+            "",
+            "| policy | s | hard missed | soft missed | weighted mean completion h | makespan h | finished by 06:00 | "
+            "energy kWh | verifier violations |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+            *sample_rows,
+            "",
+        ]
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text("\n".join(lines), encoding="utf-8")
+        return "\n".join(lines)
+
+    for size, seed in suite:
         queue = generate(seed, size)
         hours = HOURS[size]
         lb_makespan, lb_wmct = lower_bounds(queue)
         planner, seconds, violations = run(plan_night, queue, hours)
+        optimum = None
+        if len(queue["jobs"]) <= OPTIMUM_MAX_JOBS and args.optimum_s > 0:
+            started = time.perf_counter()
+            tib = night_bound(
+                NightQueue.load(queue),
+                hours=hours,
+                horizon_hours=planner.summary.makespan_hours,
+                time_limit_s=args.optimum_s,
+                mip_gap=1e-3,
+            )
+            value = tib.weighted_completion_optimum_hours or tib.weighted_completion_bound_hours
+            if value and not planner.summary.never_ran:
+                optimum = (value, tib.status, time.perf_counter() - started)
+                optima.append((f"{size}-{seed}", (planner.summary.weighted_mean_completion_hours or math.inf) / value,
+                               tib.status, optimum[2]))
         base = {name: run(fn, queue, hours) for name, fn in BASELINES.items()}
         violations += sum(v for _, _, v in base.values())
         m = metrics(planner)
         b = {name: metrics(plan) for name, (plan, _, _) in base.items()}
-        best = {key: min(x[key] for x in b.values()) for key in ("hard", "soft", "wmct", "makespan", "energy")}
+        best = {key: min(x[key] for x in b.values()) for key in KEYS}
         ok = {
             "hard": m["hard"] <= best["hard"],
+            "soft": m["soft"] <= best["soft"],
             "makespan": m["makespan"] <= 1.05 * best["makespan"] + 1e-9,
             "wmct": m["wmct"] <= best["wmct"] + 1e-9,
             "energy": m["energy"] <= 1.05 * best["energy"] + 1e-9,
         }
+        gap = planner.summary.bound
+        gap_text = (
+            f"{100 * gap.weighted_completion_gap:.0f} % / {100 * gap.energy_gap:.0f} %"
+            if gap is not None and gap.weighted_completion_gap is not None and gap.energy_gap is not None
+            else f"{gap.status.value}" if gap is not None else "-"
+        )
+        opt_text = (
+            f"{m['wmct'] / optimum[0]:.3f} ({'opt' if optimum[1] == BoundStatus.optimal else 'bound'}, "
+            f"{optimum[2]:.0f} s)"
+            if optimum
+            else "-"
+        )
         results.append((size, seed, queue, m, b, best, ok, seconds, violations, lb_makespan, lb_wmct, planner))
         sys.stderr.write(
             f"{size}-{seed}: planner {m} in {seconds:.1f} s ({planner.chosen}); best baseline {best}; {ok}\n"
@@ -101,38 +268,15 @@ def main(argv=None) -> int:
                     f"{m['makespan']:.2f} / {best['makespan']:.2f} ({m['makespan'] / best['makespan']:.3f}; LB "
                     f"{m['makespan'] / lb_makespan:.2f})",
                     f"{m['energy']:.0f} / {best['energy']:.0f} ({m['energy'] / best['energy']:.3f})",
-                    "".join("y" if ok[k] else "N" for k in ("hard", "makespan", "wmct", "energy")),
+                    "".join("y" if ok[k] else "N" for k in KEYS),
+                    gap_text,
+                    opt_text,
                     f"{violations}",
                 ]
             )
             + " |"
         )
-
-    soft_total = sum(r[3]["soft"] for r in results)
-    soft_baselines = {name: sum(r[4][name]["soft"] for r in results) for name in BASELINES}
-    hard_total = sum(r[3]["hard"] for r in results)
-    hard_baselines = {name: sum(r[4][name]["hard"] for r in results) for name in BASELINES}
-    held = {k: sum(1 for r in results if r[6][k]) for k in ("hard", "makespan", "wmct", "energy")}
-    all_ok = sum(1 for r in results if all(r[6].values()))
-    gm = {
-        "wmct_best": geomean([r[3]["wmct"] / r[5]["wmct"] for r in results]),
-        "makespan_best": geomean([r[3]["makespan"] / r[5]["makespan"] for r in results]),
-        "energy_best": geomean([r[3]["energy"] / r[5]["energy"] for r in results]),
-        "wmct_lb": geomean([r[3]["wmct"] / r[10] for r in results]),
-        "makespan_lb": geomean([r[3]["makespan"] / r[9] for r in results]),
-    }
-    gm_base = {
-        name: (
-            geomean([r[4][name]["wmct"] / r[10] for r in results]),
-            geomean([r[4][name]["makespan"] / r[9] for r in results]),
-            geomean([r[4][name]["energy"] / r[5]["energy"] for r in results]),
-        )
-        for name in BASELINES
-    }
-    times = {size: [r[7] for r in results if r[0] == size] for size in sizes}
-    chosen: dict[str, int] = {}
-    for r in results:
-        chosen[r[11].chosen] = chosen.get(r[11].chosen, 0) + 1
+        report([], False)
 
     sample, sample_rows = str(sample_workload_path("night-queue")), []
     for name, fn in {"planner": plan_night, **BASELINES}.items():
@@ -143,73 +287,7 @@ def main(argv=None) -> int:
             f"{m['wmct']:.3f} | {m['makespan']:.2f} | {m['by_night']}/{plan.summary.jobs} | {m['energy']:.1f} | {v} |"
         )
 
-    cores = os.cpu_count()
-    lines = [
-        "# Night planner benchmark (bench/night.py)",
-        "",
-        f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
-        (
-            f"- machine: {cores} cores, {platform.system()}, Python {platform.python_version()}, highspy"
-            f" {version('highspy')}; load average at the start {load_before[0]:.1f} (shared with other engineers'"
-            f" jobs while it ran, at the end {os.getloadavg()[0]:.1f}): expect timing noise"
-        ),
-        f"- command: `.venv/bin/python -m bench.night --sizes {args.sizes}`",
-        (
-            "- queues: `bench/night_queues.py`, seeds as listed (small: 30-60 jobs, 24-48 devices, 8 h; medium: 120"
-            " jobs, 56-80 devices, 8 h; large: 500 jobs, 160-224 devices, 10 h; 3-5 catalog device types, budgets"
-            " 60-85 % of peak, domain budgets, windows, releases, `after` chains, hard and soft deadlines)"
-        ),
-        (
-            "- planner: `plan_night` at its defaults (candidates: `milp` and `milp-classic` up to 100 jobs,"
-            " `dispatch-efficient` up to 150, four `dispatch-*` orders always; the best timeline by hard misses,"
-            " never run, weighted completion, soft misses, makespan, energy is kept; `chosen` says which)"
-        ),
-        "- best = the best baseline per metric (FIFO, EDF, EASY, each metric on its own); LB = lower bound",
-        "",
-        "| queue | jobs / devices / types | planner s | chosen | hard missed: planner / best (EASY) | soft missed: "
-        "planner / best | weighted mean completion h: planner / best (ratio; ratio to LB) | makespan h: planner / "
-        "best (ratio; to LB) | energy kWh: planner / best (ratio) | criteria hard, makespan, wmct, energy | verifier "
-        "violations (all 4 timelines) |",
-        "|---|---|---:|---|---|---|---|---|---|---|---:|",
-        *rows,
-        "",
-        "## Summary",
-        "",
-        f"- queues: {len(results)}; every criterion held on {all_ok} of {len(results)}",
-        f"- hard misses <= best baseline's: {held['hard']} queues; makespan <= 1.05 x best: {held['makespan']};"
-        f" weighted mean completion <= best: {held['wmct']}; energy <= 1.05 x best: {held['energy']}",
-        f"- hard misses (incl. never run) in total: planner {hard_total}, "
-        + ", ".join(f"{k} {v}" for k, v in hard_baselines.items()),
-        f"- soft misses in total: planner {soft_total}, " + ", ".join(f"{k} {v}" for k, v in soft_baselines.items()),
-        (
-            f"- geometric means, planner: weighted completion {gm['wmct_best']:.3f} x best baseline "
-            f"({gm['wmct_lb']:.2f} x LB), makespan {gm['makespan_best']:.3f} x best ({gm['makespan_lb']:.2f} x LB), "
-            f"energy {gm['energy_best']:.3f} x best"
-        ),
-        *(
-            f"- geometric means, {name}: weighted completion {w:.2f} x LB, makespan {mk:.2f} x LB, "
-            f"energy {e:.3f} x best"
-            for name, (w, mk, e) in gm_base.items()
-        ),
-        *(
-            f"- planning time, {size}: median {statistics.median(t):.1f} s, max {max(t):.1f} s"
-            for size, t in times.items()
-            if t
-        ),
-        "- chosen candidates: " + ", ".join(f"{k} {v}" for k, v in sorted(chosen.items())),
-        f"- verifier violations over every timeline: {sum(r[8] for r in results)}",
-        "",
-        "## Sample queue (`models/workloads/night-queue.json`, 8 h)",
-        "",
-        "| policy | s | hard missed | soft missed | weighted mean completion h | makespan h | finished by 06:00 | "
-        "energy kWh | verifier violations |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-        *sample_rows,
-        "",
-    ]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines), encoding="utf-8")
-    sys.stdout.write("\n".join(lines))
+    sys.stdout.write(report(sample_rows, True))
     return 0
 
 

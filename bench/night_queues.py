@@ -12,6 +12,11 @@ above it, releases over the first hours, `after` chains (prep -> train -> eval -
 on some critical/high jobs and soft ones on some normal jobs. The total work is scaled to 0.45-0.75 times
 what the fleet can do in the night at full speed, so the queue contends for devices and power.
 
+Three families of issue 28 (FAMILY_SUITE, 24-30 jobs each, so the time-indexed optimum of optsched.night.bound is
+in reach): `short` (a 6 h night of 26-30 short single jobs, work 0.2-0.3 of the fleet's night, 80 % of the normal
+ones with a tight soft deadline at 1.2-2 x their fastest run), `chains` (mostly chains of 4-6 jobs: prep, tune,
+train, distil, eval, report) and `halving` (the budget above idle halves for 3 h from 2.5-3.5 h into the night).
+
 Lower bounds (any valid timeline is at least this):
 - makespan >= max(longest release-plus-chain path with every job alone on its best devices at full speed,
   total work / the fleet's summed top speeds per hour);
@@ -32,14 +37,25 @@ from optsched.schema.night import NightQueue
 from optsched.schema.workload import PRIORITY_WEIGHT
 
 MODELS = ("H100-SXM", "A100-SXM", "A40", "V100-SXM2", "L4", "T4")
-SIZES = {"small": ((30, 60), (24, 48)), "medium": ((120, 120), (56, 80)), "large": ((500, 500), (160, 224))}
-HOURS = {"small": 8.0, "medium": 8.0, "large": 10.0}
+SIZES = {
+    "small": ((30, 60), (24, 48)),
+    "medium": ((120, 120), (56, 80)),
+    "large": ((500, 500), (160, 224)),
+    # Families of issue 28, each <= 30 jobs (so the time-indexed optimum is in reach) and with its own structure:
+    "short": ((26, 30), (12, 20)),  # many short jobs, most with tight soft deadlines
+    "chains": ((24, 30), (16, 28)),  # long chains (4-6 jobs after one another), few single jobs
+    "halving": ((24, 30), (16, 32)),  # the global budget halves (above idle) for 3 h in the middle of the night
+}
+HOURS = {"small": 8.0, "medium": 8.0, "large": 10.0, "short": 6.0, "chains": 8.0, "halving": 8.0}
+FAMILIES = ("short", "chains", "halving")
 # The benchmark suite: (size, seed); 12 small, 8 medium and 4 large queues.
 SUITE = tuple(
     [("small", s) for s in range(1, 13)]
     + [("medium", s) for s in range(101, 109)]
     + [("large", s) for s in range(201, 205)]
 )
+# The new families (issue 28): 3 queues each.
+FAMILY_SUITE = tuple((family, s) for k, family in enumerate(FAMILIES) for s in range(301 + 10 * k, 304 + 10 * k))
 
 
 def generate(seed: int, size: str = "small") -> dict[str, Any]:
@@ -64,9 +80,12 @@ def generate(seed: int, size: str = "small") -> dict[str, Any]:
     peak = sum(peak_w[d["model"]] * d["count"] for d in devices)
 
     jobs: list[dict[str, Any]] = []
+    chain_share = {"chains": 0.85, "short": 0.0}.get(size, 0.25)
     while len(jobs) < n_jobs:
-        if n_jobs - len(jobs) >= 3 and rng.random() < 0.25:
-            jobs.extend(_chain(rng, len(jobs), types, hours, n_jobs - len(jobs)))
+        if n_jobs - len(jobs) >= 3 and rng.random() < chain_share:
+            jobs.extend(_chain(rng, len(jobs), types, hours, n_jobs - len(jobs), long=size == "chains"))
+        elif size == "short":
+            jobs.append(_job(rng, f"j{len(jobs)}-short", "short", types, release=_release(rng, hours)))
         else:
             jobs.append(_single(rng, len(jobs), types, hours))
     memory = {m: entries[m]["memory_gb"] for m in types}
@@ -75,11 +94,11 @@ def generate(seed: int, size: str = "small") -> dict[str, Any]:
         if j.get("memory_gb", 0) > max(memory[m] for m in allowed):
             del j["memory_gb"]
     capacity = sum(top[d["model"]] * d["count"] for d in devices) * hours
-    target = capacity * rng.uniform(0.45, 0.75)
+    target = capacity * (rng.uniform(0.2, 0.3) if size == "short" else rng.uniform(0.45, 0.75))
     scale = target / sum(j["work_hours"] for j in jobs)
     for j in jobs:
         j["work_hours"] = round(max(0.1, j["work_hours"] * scale), 3)
-    _set_deadlines(rng, jobs, devices, top, hours)
+    _set_deadlines(rng, jobs, devices, top, hours, tight=size == "short")
 
     domains = {}
     for rack in sorted({d["domain"] for d in devices}):
@@ -96,7 +115,10 @@ def generate(seed: int, size: str = "small") -> dict[str, Any]:
             "budget_w": round(idle + (peak - idle) * share * rng.uniform(0.6, 0.8)),
         }
     ]
-    if rng.random() < 0.5:
+    if size == "halving":
+        a = round(rng.uniform(2.5, 3.5), 2)
+        windows.append({"from_hours": a, "to_hours": a + 3.0, "budget_w": round(idle + (budget - idle) / 2)})
+    elif rng.random() < 0.5:
         a = round(rng.uniform(4.0, 5.5), 2)
         windows.append(
             {
@@ -119,9 +141,13 @@ def _single(rng: random.Random, k: int, types, hours: float) -> dict[str, Any]:
     return _job(rng, f"j{k}-{kind}", kind, types, release=_release(rng, hours))
 
 
-def _chain(rng: random.Random, k: int, types, hours: float, room: int) -> list[dict[str, Any]]:
-    kinds = ["short", "train", "short", "short"][: min(room, rng.randint(2, 4))]
-    names = ["prep", "train", "eval", "report"]
+def _chain(rng: random.Random, k: int, types, hours: float, room: int, long: bool = False) -> list[dict[str, Any]]:
+    if long:
+        kinds = ["short", "finetune", "train", "finetune", "short", "short"][: min(room, rng.randint(4, 6))]
+        names = ["prep", "tune", "train", "distil", "eval", "report"]
+    else:
+        kinds = ["short", "train", "short", "short"][: min(room, rng.randint(2, 4))]
+        names = ["prep", "train", "eval", "report"]
     release = _release(rng, hours)
     out = []
     for step, kind in enumerate(kinds):
@@ -176,9 +202,9 @@ def _release(rng: random.Random, hours: float) -> float:
     return 0.0 if rng.random() < 0.55 else round(rng.uniform(0.0, hours * 0.6), 2)
 
 
-def _set_deadlines(rng: random.Random, jobs, devices, top, hours: float) -> None:
+def _set_deadlines(rng: random.Random, jobs, devices, top, hours: float, tight: bool = False) -> None:
     """Deadlines a lone job could meet with room: release (or its chain's) + 1.5-4 x its fastest run, within the
-    night."""
+    night; `tight`: 80 % of the normal jobs get a soft one at 1.2-2 x their fastest run + 0-0.5 h."""
     fastest = max(top.values())
     ready: dict[str, float] = {}
     for j in jobs:
@@ -188,7 +214,9 @@ def _set_deadlines(rng: random.Random, jobs, devices, top, hours: float) -> None
         run = j["work_hours"] / speedup(j["parallel_fraction"], fastest, fastest * j["max_devices"])
         ready[j["id"]] = r + run
         hard = j["priority"] in ("critical", "high")
-        if rng.random() < (0.6 if hard else 0.2 if j["priority"] == "normal" else 0.0):
+        if tight and j["priority"] == "normal" and rng.random() < 0.8:
+            j["deadline_hours"] = round(max(r + run * rng.uniform(1.2, 2.0) + rng.uniform(0.0, 0.5), 0.25), 2)
+        elif rng.random() < (0.6 if hard else 0.2 if j["priority"] == "normal" else 0.0):
             deadline = r + run * rng.uniform(1.5, 4.0) + rng.uniform(0.5, 2.0)
             j["deadline_hours"] = round(min(max(deadline, 1.0), hours * 1.25), 2)
 

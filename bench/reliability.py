@@ -186,7 +186,7 @@ def section_mutate(examples: int = 2000) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         app = create_app(
             {"DATABASE_URL": f"sqlite:///{folder}/plans.db", "START_WORKERS": False, "SYNC_WAIT_S": 0,
-             "QUEUE_SIZE": 10_000_000, "API_TOKEN": None}
+             "QUEUE_SIZE": 10_000_000, "API_TOKEN": None, "AUTH": "off"}
         )
         client = app.test_client()
 
@@ -341,7 +341,7 @@ def section_limits(repeats: int = 3) -> dict[str, Any]:
             }
         # queue bound: 40 concurrent POSTs, queue of 16, no workers
         app = create_app({"DATABASE_URL": f"sqlite:///{folder}/queue.db", "START_WORKERS": False, "QUEUE_SIZE": 16,
-                          "SYNC_WAIT_S": 0, "API_TOKEN": None})
+                          "SYNC_WAIT_S": 0, "API_TOKEN": None, "AUTH": "off"})
         codes: Counter = Counter()
         retry: set[str] = set()
 
@@ -361,6 +361,7 @@ def section_limits(repeats: int = 3) -> dict[str, Any]:
         out["queue_16_40_concurrent"] = {"statuses": dict(codes), "retry_after": sorted(retry), "stored": stored}
         # time limits when HiGHS ignores its own: the pool kills at 2 s + 1 s grace
         app = create_app({"DATABASE_URL": f"sqlite:///{folder}/kill.db", "START_WORKERS": False, "API_TOKEN": None,
+                          "AUTH": "off",
                           "SYNC_WAIT_S": 0})
         store = services(app).store
         pool = ProcessPool(store, workers=1, grace_s=1.0, runner=runner(solvers.ignore_time_limit))
@@ -537,7 +538,7 @@ def section_access(ids: int = 10_000) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as folder:
         app = create_app({"DATABASE_URL": f"sqlite:///{folder}/a.db", "START_WORKERS": False, "API_TOKEN": TOKEN,
-                          "QUEUE_SIZE": ids + 10, "SYNC_WAIT_S": 0})
+                          "QUEUE_SIZE": ids + 10, "SYNC_WAIT_S": 0, "AUTH_FAILURE_BURST": 10**9})
         client = app.test_client()
         authorized = GOOD | {"Authorization": f"Bearer {TOKEN}"}
         plan_id = client.post("/v1/plans", json=tiny, headers=authorized).get_json()["id"]

@@ -209,7 +209,7 @@ def api_cost(count: int = 200) -> dict[str, float]:
     user = PG_ADMIN.split("//", 1)[1].split("@", 1)[0]
     host = PG_ADMIN.split("@", 1)[1].split("/", 1)[0]
     app = create_app({"DATABASE_URL": f"postgresql+psycopg://{user}@{host}/{database}", "QUEUE_URL": REDIS_URL,
-                      "QUEUE_NAME": queue_name, "QUEUE_SIZE": 100_000, "API_TOKEN": None})
+                      "QUEUE_NAME": queue_name, "QUEUE_SIZE": 100_000, "API_TOKEN": None, "AUTH": "off"})
     client = app.test_client()
     body = generate("S", 0).model_dump(mode="json", exclude_none=True)
     try:

@@ -222,6 +222,10 @@ def night_command(
     time_limit: Annotated[
         float | None, typer.Option("--time-limit", min=0.001, help="Seconds per event's solve.")
     ] = None,
+    bound_time_limit: Annotated[
+        float, typer.Option("--bound-time-limit", min=0.0, max=3_600.0,
+                            help="Seconds for the gap to the time-indexed lower bound (0: not computed).")
+    ] = 10.0,
 ) -> None:
     """Plan the night's queue as a timeline; exit 0 if every hard deadline is met, 1 if not, 2 for invalid input."""
     import time
@@ -245,7 +249,7 @@ def night_command(
                 bar.update(task, total=p.jobs_total, completed=p.jobs_finished, t=p.t_hours)
 
             result = plan_night(queue, start=start, hours=hours, preempt=preempt, restart_hours=restart_hours,
-                                time_limit_s=time_limit, progress=progress)
+                                time_limit_s=time_limit, progress=progress, bound_time_limit_s=bound_time_limit)
             bar.update(task, description=f"writing {escape(str(out))}/ (timeline, segments, summary, charts)",
                        total=result.summary.jobs, completed=len(result.summary.finished_jobs_by_end_of_night),
                        t=result.summary.makespan_hours)
@@ -263,6 +267,8 @@ def night_command(
         f"{len(s.hard_deadlines_missed)}, "
         f"energy {s.energy_kwh:.1f} kWh; planned in {time.monotonic() - started:.1f} s; wrote {out}/"
     )
+    if s.bound is not None:
+        typer.echo(_bound_line(s.bound))
     for job in result.jobs:
         if job.reason is not None:
             stderr.print(f"[yellow]{job.priority} job {escape(repr(job.job))}:[/] {escape(job.reason)}",
@@ -271,6 +277,20 @@ def night_command(
         stderr.print("[yellow]warning:[/]", escape(warning), highlight=False)
     raise typer.Exit(EXIT_PLAN if result.ok else EXIT_NO_PLAN)
 
+
+
+def _bound_line(b) -> str:
+    """One line on the night's gaps to the time-indexed lower bound (optsched.night.bound)."""
+    if b.weighted_completion_gap is None and b.energy_gap is None:
+        return f"bound: {b.status.value} ({b.reason})"
+    parts = []
+    if b.weighted_completion_gap is not None:
+        parts.append(f"weighted completion {100 * b.weighted_completion_gap:.1f} % above its bound "
+                     f"{b.weighted_completion_bound_hours:.2f} h")
+    if b.energy_gap is not None:
+        parts.append(f"energy {100 * b.energy_gap:.1f} % above its bound {b.energy_bound_kwh:.1f} kWh")
+    note = f" ({b.reason})" if b.reason else ""
+    return f"gap to the time-indexed bound: {', '.join(parts)}{note}"
 
 
 # -- scaled deployment (README: Scaled deployment): RQ workers and batch fan-out ------------------------------------
@@ -312,7 +332,8 @@ def worker_command(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s")
     ctx = configure(open_store(settings["DATABASE_URL"]), settings["QUEUE_URL"], runner=RUNNER,
                     queue_name=settings["QUEUE_NAME"], grace_s=settings["SOLVE_GRACE_S"], lease_s=settings["LEASE_S"],
-                    solver_threads=settings["SOLVER_THREADS"], spool_dir=spool_dir, result_retry_s=result_retry_s)
+                    solver_threads=settings["SOLVER_THREADS"], spool_dir=spool_dir, result_retry_s=result_retry_s,
+                    result_ttl_s=settings["RESULT_TTL_S"] or None)
     n = concurrency or os.cpu_count() or 1
     stderr.print(f"optsched worker: {n} process(es) on queue {settings['QUEUE_NAME']!r} at "
                  f"{redacted(settings['QUEUE_URL'])}", highlight=False)

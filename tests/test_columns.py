@@ -226,7 +226,7 @@ def test_dropped_columns_never_remove_the_best_plans_and_the_master_stays_consis
     w = generate_racks("M", seed)
     master, pricing, bounds, sigma, mu, lam, first = _lp_duals(w, seed)
     before = len(master.columns)
-    placed = set(master._columns_in(first))
+    placed = set(master.columns_in(first))
     # after=-1: every column may go (even those the LP uses) but the plan's.
     dropped = master.drop(-1, keep=first)
     assert dropped == before - len(placed) > 0
@@ -343,3 +343,87 @@ def test_parallel_pricing_returns_exactly_the_serial_columns(workers):
     finally:
         parallel.close()
     assert parallel._pool is None
+
+
+# -- the integer step: the LP rounded, the master over its fractional jobs ------------------------------------
+
+
+def _rounds(w: Workload, rounds: int):
+    """A master after `rounds` rounds of full pricing at the LP's duals, its LP solved: (master, mu, lam)."""
+    master, pricing, bounds, sigma, mu, lam, _ = _lp_duals(w, 0)
+    for _ in range(rounds):
+        _, upper = bounds.bound(mu, lam)
+        if not master.add(pricing.price(sigma, mu, lam, upper)):
+            break
+        _, sigma, mu, lam = master.solve_lp(time.monotonic() + 60.0)
+    return master, mu, lam
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rounded_lp_fits_and_keeps_the_lp_whole_jobs(seed):
+    w = generate_racks("M", seed)
+    master, mu, lam = _rounds(w, 3)
+    data = master.data
+    rounded = master.rounded()
+    assert rounded is not None
+    completed = construct(data, master.level_prices(mu, lam), start=rounded)
+    assert completed, "construct could not complete the rounded plan"
+    objective = OBJECTIVES["weighted_speedup"]
+    plan = extract(data, objective, completed, Status.heuristic, None, (), time.monotonic(), 0)
+    assert verify(w, plan) == []
+    # The must-run jobs' columns are taken first; every other job the LP holds whole keeps its column unless the
+    # rounding of a must-run job took its room: at most one job per must-run job the LP holds fractionally.
+    kept = set(master.columns_in(rounded))
+    whole = np.flatnonzero(master.integral())
+    jobs = np.asarray(master.column_job)
+    fractional_must = {j for j in jobs[(master.lp_x > 1e-6) & ~master.integral()] if master.a.must[j]}
+    lost = [c for c in whole if (int(jobs[c]), master.columns[c]) not in kept]
+    assert len(lost) <= sum(len(master.columns_in({k: n for k, n in rounded.items() if k[0] == j})) + 4
+                            for j in fractional_must), (len(lost), len(fractional_must))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_master_over_the_fractional_jobs_keeps_the_fixed_columns(seed):
+    w = generate_racks("M", seed)
+    master, mu, lam = _rounds(w, 3)
+    data = master.data
+    rounded = construct(data, master.level_prices(mu, lam), start=master.rounded())
+    integral = master.integral()
+    master.add_counts(rounded)
+    fix = integral & np.isin(np.arange(len(integral)), [master.index[k] for k in master.columns_in(rounded)])
+    plans: list = []
+    result = master.solve_mip(time.monotonic() + 60.0, 1e-6, rounded, plans.append, fix=fix)
+    assert result is not None and result.values is not None
+    chosen = set(np.flatnonzero(result.values > 0.5))
+    assert set(np.flatnonzero(fix)) <= chosen
+    objective = OBJECTIVES["weighted_speedup"]
+    for counts in plans:
+        assert verify(w, extract(data, objective, counts, Status.heuristic, None, (), time.monotonic(), 0)) == []
+    # At least as good as its warm start, and the master's bounds are back to [0, 1] for the next solve.
+    assert weighted(data, exact_speedups(data, master.counts(result.values))) >= weighted(
+        data, exact_speedups(data, rounded)) * (1 - 1e-9)
+    lp = master.h.getLp()
+    assert np.all(np.asarray(lp.col_lower_) == 0.0) and np.all(np.asarray(lp.col_upper_) == 1.0)
+
+
+@pytest.fixture(scope="module")
+def rack_m_converged():
+    """racks M seed 0 on the column path with time to converge: a verified plan (no bound may be below its value)
+    and a bound (no plan may be above it)."""
+    w = generate_racks("M", 0)
+    converged = optsched.plan(w, time_limit_s=60, options=SolveOptions(strategy="columns"))
+    assert verify(w, converged) == [] and converged.status == Status.optimal
+    return w, converged
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("limit", [0.5, 1.0, 3.0])
+def test_columns_stopped_by_the_time_limit_report_a_valid_gap(rack_m_converged, limit):
+    # Whatever stops the column path (here the time limit, before the rounds converge), its bound is never below
+    # a verified plan's value and its plan never above a proven bound; the gap is the one of those two.
+    w, converged = rack_m_converged
+    stopped = optsched.plan(w, time_limit_s=limit, options=SolveOptions(strategy="columns"))
+    assert verify(w, stopped) == []
+    assert stopped.bound >= converged.objective * (1 - 1e-9)
+    assert stopped.objective <= converged.bound * (1 + 1e-9)
+    assert stopped.gap == pytest.approx((stopped.bound - stopped.objective) / stopped.objective, rel=1e-6)

@@ -137,7 +137,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     process = subprocess.Popen(
         [str(Path(sys.executable).parent / "optsched"), "serve", "--port", str(port), "--workers", "2"],
         cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "OPTSCHED_DATABASE_URL": f"sqlite:///{folder}/optsched.db"},
+        env={**os.environ, "OPTSCHED_DATABASE_URL": f"sqlite:///{folder}/optsched.db", "OPTSCHED_AUTH": "off"},
     )
     try:
         deadline = time.monotonic() + 60

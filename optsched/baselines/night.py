@@ -7,6 +7,10 @@
   >= 1/2); the first job that cannot start gets a reservation at the earliest instant, by the running jobs'
   expected ends, when enough of its devices are free and its draw fits the budgets; a later job starts now
   only if it ends before that instant or uses only devices the reservation leaves over.
+- `conservative`: conservative backfilling (Mu'alem and Feitelson): EASY's requests and order, but *every* job
+  that cannot start gets a reservation, at the earliest instant its request fits beside the running jobs and
+  the reservations made before it (held from that instant to its expected end); a job starts now only if it
+  delays none of them.
 
 At every event each ready job, in that order, takes the fastest free eligible devices at maximum cap, as
 many as it may use (max_devices; EASY: its request) and as fit the budgets; a job that does not fit waits
@@ -189,6 +193,71 @@ class EasyPolicy(ListPolicy):
         return None
 
 
+class ConservativePolicy(EasyPolicy):
+    """Conservative backfilling: a reservation for every job in priority order that cannot start."""
+
+    def __init__(self) -> None:
+        ListPolicy.__init__(self, "conservative", _priority_order)
+
+    def decide(self, view: View) -> Decision:
+        uses: dict[int, Uses] = {r.job: r.uses for r in view.running}
+        ends = {r.job: view.finish_at(r) for r in view.running}
+        free = list(view.free)
+        # (from, to, devices, devices per group left over at `from`) of each reservation made at this event
+        held: list[tuple[float, float, Uses, list[int]]] = []
+        for j in sorted(view.ready, key=lambda j: self.order(view, j)):
+            want = self._fitting(view, j, request(view, j))
+            placed = self._place(view, j, view.restart_of(j), free, uses, ends, exactly=want)
+            if placed is not None:
+                candidate, end = placed
+                late = [r for r in held if end > r[0] + TIME_TOL_HOURS]
+                if all(all(u.count <= r[3][u.group] for u in candidate) for r in late):
+                    for r in late:
+                        for u in candidate:
+                            r[3][u.group] -= u.count
+                    uses[j], ends[j] = candidate, end
+                    for u in candidate:
+                        free[u.group] -= u.count
+                    continue
+            reservation = self._reserve_beside(view, j, want, uses, ends, held)
+            if reservation is not None:
+                held.append(reservation)
+        return Decision(uses)
+
+    def _reserve_beside(
+        self, view: View, j: int, want: int, uses, ends, held
+    ) -> tuple[float, float, Uses, list[int]] | None:
+        """The earliest instant (now, a running job's expected end or a reservation's end) at which job j's `want`
+        fastest devices are free of running jobs and of the reservations held then, and its draw fits the
+        budgets; with the reservation's end and the devices it leaves over; None if never."""
+        fleet = view.fleet
+        instants = sorted(
+            {view.t, *(e for e in ends.values() if e > view.t and not math.isinf(e)), *(r[1] for r in held)}
+        )
+        for at in instants:
+            still = [u for i, u in uses.items() if ends[i] > at + TIME_TOL_HOURS]
+            still += [r[2] for r in held if r[0] <= at + TIME_TOL_HOURS < r[1]]
+            free_then = list(view.up) if view.up else [g.count for g in fleet.queue.devices]
+            for us in still:
+                for u in us:
+                    free_then[u.group] -= u.count
+            if sum(max(0, free_then[g]) for g in fleet.eligible_groups[j]) < want:
+                continue
+            candidate = _fastest(view, j, [max(0, f) for f in free_then], want)
+            total, by_domain = fleet.power([*still, candidate])
+            budget = fleet.budget_at(at)
+            if budget is not None and total > budget + 1e-9:
+                continue
+            if any(by_domain.get(d, 0.0) > b + 1e-9 for d, b in fleet.queue.power.domains.items()):
+                continue
+            end = at + view.restart_of(j) + view.remaining[j] / fleet.speedup(j, candidate)
+            spare = [max(0, f) for f in free_then]
+            for u in candidate:
+                spare[u.group] -= u.count
+            return at, end, candidate, spare
+        return None
+
+
 def _priority_order(view: View, j: int) -> tuple:
     job = view.fleet.jobs[j]
     return (-PRIORITY_WEIGHT[job.priority], job.release_hours, j)
@@ -252,4 +321,21 @@ def easy(
     return _run(EasyPolicy(), queue, start, hours, restart_hours, progress)
 
 
-NIGHT_BASELINES: dict[str, Callable[..., NightPlan]] = {"fifo": fifo, "edf": edf, "easy": easy}
+def conservative(
+    queue: Source,
+    *,
+    start: datetime | str,
+    hours: float,
+    restart_hours: float = 0.1,
+    progress: ProgressCallback | None = None,
+) -> NightPlan:
+    """Conservative backfilling: EASY's order and requests, a reservation for every job that cannot start."""
+    return _run(ConservativePolicy(), queue, start, hours, restart_hours, progress)
+
+
+NIGHT_BASELINES: dict[str, Callable[..., NightPlan]] = {
+    "fifo": fifo,
+    "edf": edf,
+    "easy": easy,
+    "conservative": conservative,
+}

@@ -13,10 +13,12 @@ overwrite a newer claim of the same plan.
 from __future__ import annotations
 
 import builtins  # `list` is also a method of PlanStore
+import json
 import logging
 import os
 import re
 import stat
+import threading
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -31,6 +33,7 @@ from sqlalchemy import (
     create_engine,
     delete,
     event,
+    func,
     insert,
     or_,
     select,
@@ -42,7 +45,13 @@ from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from optsched.infra.migrations import upgrade
-from optsched.infra.tables import DEFAULT_DATABASE_URL, FIRST_KIND, metadata, plans  # noqa: F401 - re-exported
+from optsched.infra.tables import (  # noqa: F401 - re-exported
+    DEFAULT_DATABASE_URL,
+    DEFAULT_TEAM,
+    FIRST_KIND,
+    metadata,
+    plans,
+)
 from optsched.schema.errors import OptschedError
 
 log = logging.getLogger(__name__)
@@ -120,6 +129,8 @@ class PlanRecord:
     params: dict[str, Any] | None = None
     headline: dict[str, Any] | None = None  # listings with headline=True: figures read out of the documents
     verdict: str | None = None  # set when finished
+    team: str = DEFAULT_TEAM
+    stored_bytes: int = 0
 
     @property
     def outcome(self) -> str:
@@ -148,13 +159,48 @@ class PlanRecord:
             kind=m["kind"],
             params=m.get("params"),
             verdict=m.get("verdict"),
+            team=m.get("team", DEFAULT_TEAM),
+            stored_bytes=m.get("stored_bytes") or 0,
             headline={k.removeprefix(_HEADLINE_PREFIX): v for k, v in m.items() if k.startswith(_HEADLINE_PREFIX)}
             or None,
         )
 
 
+@dataclass(frozen=True, slots=True)
+class EndedJob:
+    """The times and outcome of a job that ended, without its documents (what metrics count)."""
+
+    id: str
+    kind: str
+    status: str  # a final JobState's value
+    verdict: str | None
+    submitted_at: datetime
+    started_at: datetime | None
+    finished_at: datetime
+
+    @property
+    def outcome(self) -> str:
+        """As PlanRecord.outcome: the verdict once finished, else the state (failed, cancelled)."""
+        return self.verdict if self.status == JobState.finished.value and self.verdict else self.status
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def document_bytes(*documents: Any) -> int:
+    """What documents weigh in the store: their compact JSON, in bytes (None weighs nothing)."""
+    return sum(len(json.dumps(d, separators=(",", ":")).encode()) for d in documents if d is not None)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one team holds in the store: rows not final yet, bytes of all its rows' documents, and when its oldest
+    final row finished (None: it has none)."""
+
+    unfinished: int
+    stored_bytes: int
+    oldest_finished_at: datetime | None
 
 
 class PlanStore:
@@ -163,6 +209,11 @@ class PlanStore:
     def __init__(self, url: str = DEFAULT_DATABASE_URL, *, engine: Engine | None = None):
         self.url = url
         self.engine = engine or _create_engine(url)
+        # Outages this process met, by error class (api/metrics.py publishes them): every statement and connection
+        # attempt of this engine goes through handle_error when it fails, whichever thread made it.
+        self._outages: dict[str, int] = {}
+        self._outages_lock = threading.Lock()
+        event.listen(self.engine, "handle_error", self._count_outage)
         # The schema is Alembic's (optsched/infra/migrations): a new database is created, an older one upgraded.
 
         upgrade(self.engine)
@@ -172,19 +223,40 @@ class PlanStore:
 
     # -- reads -------------------------------------------------------------------------------------
 
-    def get(self, plan_id: str, kind: str | None = None) -> PlanRecord | None:
-        """The record with this id (of this kind, when given), or None."""
+    def get(self, plan_id: str, kind: str | None = None, team: str | None = None) -> PlanRecord | None:
+        """The record with this id (of this kind, of this team, when given), or None."""
         query = select(plans).where(plans.c.id == plan_id)
         if kind is not None:
             query = query.where(plans.c.kind == kind)
+        if team is not None:
+            query = query.where(plans.c.team == team)
         with self.engine.connect() as c:
             row = c.execute(query).first()
         return PlanRecord.from_row(row) if row else None
 
-    def get_by_key(self, idempotency_key: str) -> PlanRecord | None:
+    def get_by_key(self, idempotency_key: str, team: str = DEFAULT_TEAM) -> PlanRecord | None:
+        """The team's record stored with this idempotency key (keys are unique per team), or None."""
         with self.engine.connect() as c:
-            row = c.execute(select(plans).where(plans.c.idempotency_key == idempotency_key)).first()
+            row = c.execute(
+                select(plans).where(plans.c.team == team, plans.c.idempotency_key == idempotency_key)
+            ).first()
         return PlanRecord.from_row(row) if row else None
+
+    def usage(self, team: str) -> Usage:
+        """What the team holds (`Usage`), in one query."""
+        final = plans.c.status.in_([s.value for s in FINAL_STATES])
+        query = select(
+            func.count().filter(plans.c.status.in_([s.value for s in UNFINISHED])),
+            func.coalesce(func.sum(plans.c.stored_bytes), 0),
+            func.min(plans.c.finished_at).filter(final),
+        ).where(plans.c.team == team)
+        with self.engine.connect() as c:
+            unfinished, stored, oldest = c.execute(query).one()
+        if isinstance(oldest, str):  # SQLite returns an aggregate of the column as its stored text
+            oldest = datetime.fromisoformat(oldest)
+        if oldest is not None and oldest.tzinfo is None:
+            oldest = oldest.replace(tzinfo=UTC)
+        return Usage(unfinished=int(unfinished or 0), stored_bytes=int(stored or 0), oldest_finished_at=oldest)
 
     def list(
         self,
@@ -194,10 +266,12 @@ class PlanStore:
         status: JobState | None = None,
         verdict: str | None = None,
         kind: str | None = None,
+        team: str | None = None,
         headline: bool = False,
     ) -> tuple[list[PlanRecord], str | None]:
         """Newest first, without documents; the second item is the cursor of the next page (None on the last).
-        `status`, `verdict` and `kind` filter when given; `headline` adds a few figures read out of the documents."""
+        `status`, `verdict`, `kind` and `team` filter when given; `headline` adds a few figures read out of the
+        documents."""
         columns = [*_SUMMARY_COLUMNS, *(_HEADLINE_COLUMNS if headline else [])]
         query = select(*columns).order_by(plans.c.submitted_at.desc(), plans.c.id.desc()).limit(limit + 1)
         if status is not None:
@@ -206,6 +280,8 @@ class PlanStore:
             query = query.where(plans.c.verdict == verdict)
         if kind is not None:
             query = query.where(plans.c.kind == kind)
+        if team is not None:
+            query = query.where(plans.c.team == team)
         if cursor is not None:
             at, last_id = _decode_cursor(cursor)
             query = query.where(or_(plans.c.submitted_at < at, and_(plans.c.submitted_at == at, plans.c.id < last_id)))
@@ -229,6 +305,46 @@ class PlanStore:
         with self.engine.connect() as c:
             c.execute(select(plans.c.id).limit(1)).all()
 
+    def finished_since(self, since: datetime, limit: int, after_id: str | None = None) -> builtins.list[EndedJob]:
+        """Up to `limit` jobs that ended (finished, failed or cancelled) at or after `since`, in the order they
+        ended (then by id); with `after_id`, those that ended at `since` only after that id."""
+        ended = plans.c.finished_at >= since
+        if after_id is not None:
+            ended = or_(plans.c.finished_at > since, and_(plans.c.finished_at == since, plans.c.id > after_id))
+        # Only final rows have an end time (finish, cancel and recover set it; nothing clears it); the state is not
+        # a condition of the query, so that the database walks ix_plans_finished rather than a status index.
+        query = (
+            select(*(plans.c[name] for name in EndedJob.__dataclass_fields__))
+            .where(ended)
+            .order_by(plans.c.finished_at, plans.c.id)
+            .limit(limit)
+        )
+        with self.engine.connect() as c:
+            return [EndedJob(*row) for row in c.execute(query)]
+
+    def oldest_queued(self) -> datetime | None:
+        """When the job that has waited longest for a worker was submitted (None: none waits)."""
+        query = (
+            select(plans.c.submitted_at)
+            .where(plans.c.status == JobState.queued.value)
+            .order_by(plans.c.submitted_at, plans.c.id)
+            .limit(1)
+        )
+        with self.engine.connect() as c:
+            return c.execute(query).scalar()
+
+    def outages(self) -> dict[str, int]:
+        """Errors of the database this process met (it did not answer, refused, cut a session), by error class."""
+        with self._outages_lock:
+            return dict(self._outages)
+
+    def _count_outage(self, context: Any) -> None:
+        error = context.sqlalchemy_exception
+        if isinstance(error, DATABASE_OUTAGES):
+            with self._outages_lock:
+                name = type(error).__name__
+                self._outages[name] = self._outages.get(name, 0) + 1
+
     # -- state changes, each one transaction ----------------------------------------------------------
 
     def create(
@@ -238,11 +354,13 @@ class PlanStore:
         *,
         kind: str = FIRST_KIND,
         params: dict[str, Any] | None = None,
+        team: str = DEFAULT_TEAM,
     ) -> tuple[PlanRecord, bool]:
-        """Store a queued resource; with a key already used (by any kind), return that one instead (second item
-        False: the caller compares kind, workload and params to tell a retry from a reused key)."""
+        """Store a queued resource of `team`; with a key the team already used (for any kind), return that one
+        instead (second item False: the caller compares kind, workload and params to tell a retry from a reused
+        key). Keys are the team's own: another team's key is another key."""
         if idempotency_key is not None:
-            existing = self.get_by_key(idempotency_key)
+            existing = self.get_by_key(idempotency_key, team)
             if existing is not None:
                 return existing, False
         record = PlanRecord(
@@ -257,6 +375,8 @@ class PlanStore:
             workload=workload,
             kind=kind,
             params=params,
+            team=team,
+            stored_bytes=document_bytes(workload, params),
         )
         values = {
             "id": record.id,
@@ -267,13 +387,15 @@ class PlanStore:
             "idempotency_key": idempotency_key,
             "submitted_at": record.submitted_at,
             "attempts": 0,
+            "team": team,
+            "stored_bytes": record.stored_bytes,
         }
         try:
             with self.engine.begin() as c:
                 c.execute(insert(plans).values(**values))
         except IntegrityError:
             # A concurrent request with the same key won the insert.
-            existing = self.get_by_key(idempotency_key) if idempotency_key is not None else None
+            existing = self.get_by_key(idempotency_key, team) if idempotency_key is not None else None
             if existing is None:
                 raise
             return existing, False
@@ -308,8 +430,10 @@ class PlanStore:
             raise ValueError(f"finish needs a final state, not {state}")
         if (state is JobState.finished) != (verdict is not None):
             raise ValueError(f"a finished job has a verdict and no other final state has one ({state}, {verdict!r})")
+        # Counted once: a claim finishes once (incumbents, replaced while solving, are not counted).
         return self._update_claim(
-            plan_id, attempt, status=state.value, verdict=verdict, plan=plan, error=error, finished_at=_now()
+            plan_id, attempt, status=state.value, verdict=verdict, plan=plan, error=error, finished_at=_now(),
+            stored_bytes=plans.c.stored_bytes + document_bytes(plan),
         )
 
     def requeue(self, plan_id: str, attempt: int) -> bool:
@@ -367,6 +491,29 @@ class PlanStore:
             return bool(
                 c.execute(
                     delete(plans).where(plans.c.id == plan_id, plans.c.status.in_([s.value for s in states]))
+                ).rowcount
+            )
+
+    def delete_expired(self, finished_before: datetime, limit: int = 500) -> int:
+        """Delete up to `limit` final rows that finished before `finished_before`, oldest first, in one transaction
+        (each row is a whole resource: it goes entirely or not at all); how many went."""
+        expired = (
+            select(plans.c.id)
+            .where(plans.c.status.in_([s.value for s in FINAL_STATES]), plans.c.finished_at < finished_before)
+            .order_by(plans.c.finished_at)
+            .limit(limit)
+        )
+        with self.engine.begin() as c:
+            ids = [r.id for r in c.execute(expired)]
+            if not ids:
+                return 0
+            return int(
+                c.execute(
+                    delete(plans).where(
+                        plans.c.id.in_(ids),
+                        plans.c.status.in_([s.value for s in FINAL_STATES]),
+                        plans.c.finished_at < finished_before,
+                    )
                 ).rowcount
             )
 

@@ -6,7 +6,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Index, Integer, MetaData, String, Table, Text, TypeDecorator
+from sqlalchemy import (
+    JSON,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
 
 DEFAULT_DATABASE_URL = "sqlite:///./var/optsched.db"
 
@@ -14,6 +26,11 @@ DEFAULT_DATABASE_URL = "sqlite:///./var/optsched.db"
 # Rows from before resource kinds existed are plans (migration 0002); the kinds themselves are the service's
 # (optsched.service.kinds): this table stores a kind's name and never interprets it.
 FIRST_KIND = "plan"
+# Rows from before teams existed belong to this team (migration 0004), as does everything a service without
+# teams (one OPTSCHED_API_TOKEN, or OPTSCHED_AUTH=off) stores: the teams themselves are the service's
+# (optsched.service.tenants).
+DEFAULT_TEAM = "default"
+TEAM_LENGTH = 32
 
 
 class _UtcDateTime(TypeDecorator[datetime]):
@@ -45,7 +62,10 @@ plans = Table(
     Column("workload", JSON, nullable=False),
     Column("params", JSON, nullable=True),
     Column("plan", JSON, nullable=True),
-    Column("idempotency_key", String(255), nullable=True, unique=True),
+    Column("team", String(TEAM_LENGTH), nullable=False, default=DEFAULT_TEAM, server_default=DEFAULT_TEAM),
+    # Bytes of the row's documents (workload, params, result) as JSON: a team's storage use is their sum.
+    Column("stored_bytes", Integer, nullable=False, default=0, server_default="0"),
+    Column("idempotency_key", String(255), nullable=True),
     Column("submitted_at", _UtcDateTime, nullable=False),
     Column("started_at", _UtcDateTime, nullable=True),
     Column("finished_at", _UtcDateTime, nullable=True),
@@ -54,4 +74,7 @@ plans = Table(
     Index("ix_plans_submitted", "submitted_at", "id"),
     Index("ix_plans_status_submitted", "status", "submitted_at", "id"),
     Index("ix_plans_kind_submitted", "kind", "submitted_at", "id"),
+    Index("ix_plans_finished", "finished_at", "id"),  # the jobs that ended since a time (/metrics, retention)
+    Index("ix_plans_team_kind_submitted", "team", "kind", "submitted_at", "id"),
+    UniqueConstraint("team", "idempotency_key", name="uq_plans_team_idempotency_key"),
 )

@@ -62,6 +62,7 @@ class View:
     ready_since: dict[int, float] = field(default_factory=dict)  # when each ready job first became ready
     up: tuple[int, ...] = ()  # devices per group that are up (not failed)
     stalled: tuple[Running, ...] = ()  # jobs waiting for a repair (on_failure="wait"); `since` = when they resume
+    work_left: dict[int, float] = field(default_factory=dict)  # every job's work left (reference hours; 0 when done)
 
     def finish_at(self, r: Running) -> float:
         """When running job r ends if its allocation stays as it is."""
@@ -236,6 +237,7 @@ class _Run:
             up=tuple(
                 g.count - sum(1 for (h, _) in self.down if h == k) for k, g in enumerate(self.fleet.queue.devices)
             ),
+            work_left={i: j.remaining for i, j in enumerate(self.jobs)},
         )
 
     def _finish_at(self, i: int) -> float:

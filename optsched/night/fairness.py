@@ -10,6 +10,8 @@ applies with that device as the host. rho <= 1: the job did at least as well as 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from optsched.model.amdahl import speedup
 from optsched.model.data import eligible
 from optsched.schema.night import JobTimeline, NightQueue, TeamNight
@@ -90,3 +92,66 @@ def night_fairness(queue: NightQueue, jobs: tuple[JobTimeline, ...], hours: floa
         shares = queue.team_shares()
         return min((v / shares[t] for t, v in teams.items()), default=0.0)
     return min((x.get(job.id, 0.0) / job.weight for job in queue.jobs), default=0.0)
+
+
+# Event weights under a fairness objective (MilpPolicy's "fair" and "finish_time" weighting). Progress below
+# this share of a job's (team's) work counts as this share: at the start every job has done nothing, and the
+# weights then favour the jobs that gain the most progress per unit of speedup (the short ones).
+PROGRESS_FLOOR = 0.01
+# The exponent alpha of the alpha-fair utility whose gradient weights progress (1: proportional fairness; the
+# larger, the closer to max-min: Mo and Walrand's family). 2 puts a job at half the progress at four times the weight.
+ALPHA = 2.0
+# The power q of the smooth maximum (sum_j rho_j^q)^(1/q) whose gradient weights speedup under finish_time.
+RHO_POWER = 4.0
+
+
+def progress_weights(queue: NightQueue, jobs: list[int], work_left: dict[int, float]) -> dict[int, float]:
+    """Per job of `jobs`: the weight of a unit of its speedup at an event, the gradient of the alpha-fair utility
+    of the fairness objective's members (1/hour; largest 1). x_i = 1 - work left / work (0..1), U = sum over
+    members m of (X_m)^(1-alpha) / (1-alpha), X_m = x_j / weight_j (max_min_speedup) or sum of its team's x_i /
+    share (team_max_min); dX_m/dt = S_j / (W_j target_m), so the weight is X_m^-alpha / (W_j target_m): the job
+    or team furthest behind its share gains most (Gavel's and Themis's rounds give the device to whoever has
+    attained least of its fair share)."""
+    x = {i: 1.0 - work_left.get(i, job.work_hours) / job.work_hours if job.work_hours > 0 else 1.0
+         for i, job in enumerate(queue.jobs)}
+    if queue.objective == "team_max_min":
+        shares = queue.team_shares()
+        attained: dict[str, float] = {}
+        for i, job in enumerate(queue.jobs):
+            attained[job.team_name] = attained.get(job.team_name, 0.0) + x[i]
+        level = {t: v / shares[t] for t, v in attained.items()}
+        target = {j: shares[queue.jobs[j].team_name] for j in jobs}
+        member = {j: level[queue.jobs[j].team_name] for j in jobs}
+    else:
+        target = {j: queue.jobs[j].weight for j in jobs}
+        member = {j: x[j] / queue.jobs[j].weight for j in jobs}
+    raw = {j: max(member[j], PROGRESS_FLOOR) ** -ALPHA / (queue.jobs[j].work_hours * target[j]) for j in jobs}
+    return _normalised(raw)
+
+
+def finish_time_weights(
+    queue: NightQueue, jobs: list[int], work_left: dict[int, float], t: float, best: Sequence[float]
+) -> dict[int, float]:
+    """Per job of `jobs`: the weight of a unit of its speedup at time t (hours) when the night minimises the
+    largest rho (largest 1): the gradient of sum_j rho_j^q, rho_j = (t - release_j + left_j / S_j) / T_j^equal,
+    with rho_j the rho it reaches from now on an equal share (S_j = S_j^equal) and d rho_j / d S_j taken at
+    `best[j]`, its best speedup on the fleet (taken at S^equal, the derivative undervalues what more devices give
+    a job that scales well): q rho_j^(q-1) left_j S_j^equal / (best_j^2 W_j). The job heading for the worst rho
+    gains most (Themis's finish-time fair auctions)."""
+    raw = {}
+    for j in jobs:
+        job = queue.jobs[j]
+        s = equal_share_speedup(queue, job)
+        if s <= 0 or job.work_hours <= 0:
+            raw[j] = 0.0
+            continue
+        left = work_left.get(j, job.work_hours)
+        rho = (t - job.release_hours + left / s) / (job.work_hours / s)
+        fastest = best[j] if best[j] > 0 else s
+        raw[j] = max(rho, PROGRESS_FLOOR) ** (RHO_POWER - 1) * left * s / (fastest**2 * job.work_hours)
+    return _normalised(raw)
+
+
+def _normalised(raw: dict[int, float]) -> dict[int, float]:
+    top = max(raw.values(), default=0.0)
+    return {j: v / top for j, v in raw.items()} if top > 0 else dict.fromkeys(raw, 1.0)

@@ -18,6 +18,9 @@ At each event the core planner (`optsched.plan`) solves one derived workload bui
   deadlines; `completion_aware=False` restores the guard);
 * objective weights are priority weight x weight per hour of the job's fastest remaining run (weighted
   shortest remaining time), so the instant's speedup is valued where it ends jobs soonest;
+* under a fairness objective (max_min_speedup, team_max_min) the weights follow it over the night instead: the
+  gradient of a fairness utility of the service attained so far (optsched.night.fairness, the queue's
+  night_fairness), and the candidates below are the heaviest jobs;
 * at most CANDIDATES ready jobs (besides the forced ones) enter, the first in the dispatch order, so an
   event's model stays small however long the queue;
 * a hard job's deadline keeps WINDOW_SLACK of its time as slack when a lower budget is still to come;
@@ -47,6 +50,7 @@ from optsched.night.dispatch import (
     wait_option,
 )
 from optsched.night.engine import Decision, Running, View
+from optsched.night.fairness import finish_time_weights, progress_weights
 from optsched.night.fleet import Fleet, Use, Uses
 from optsched.schema.errors import FieldError, InvalidWorkload
 from optsched.schema.night import NightQueue
@@ -82,6 +86,8 @@ CANDIDATES = (8, 40)
 # A hard job's deadline handed to the core keeps this share of its time as slack when a lower budget is still
 # to come before it (so that re-capping in a window does not turn a tight allocation into a miss).
 WINDOW_SLACK = 0.1
+# MilpPolicy weightings that follow a fairness objective over the night (NightQueue.night_fairness).
+FAIR_WEIGHTINGS = ("progress", "finish_time")
 RANK = {Priority.critical: 0, Priority.high: 1, Priority.normal: 2, Priority.low: 3}
 
 
@@ -206,6 +212,9 @@ class MilpPolicy:
         self.completion_aware = completion_aware
         self.elastic = elastic
         self.wsrpt = weighting == "wsrpt"  # else the priority weights alone, as before issue 13
+        # "progress" / "finish_time": the gradient of the queue's fairness objective over the night
+        # (optsched.night.fairness), instead of the priority weights.
+        self.fair = weighting if weighting in FAIR_WEIGHTINGS else None
 
     def decide(self, view: View) -> Decision:
         decision = self._decide(view)
@@ -279,7 +288,8 @@ class MilpPolicy:
         room = min(max(CANDIDATES[0], CANDIDATES_PER_FREE_DEVICE * sum(view.free)), CANDIDATES[1])
         others = sorted(
             (e for e in waiting if e.job not in keep and fleet.best_speedup(e.job, view.free) > 0),
-            key=lambda e: priority_key(view, e.job),
+            # Under a fairness objective the jobs furthest behind their share are offered first.
+            key=(lambda e: (-e.weight, e.job)) if self.fair else (lambda e: priority_key(view, e.job)),
         )
         waiting = [e for e in waiting if e.job in keep] + others[:room]
         if not waiting and not (view.preempt and due) and self._holds(view):
@@ -374,6 +384,8 @@ class MilpPolicy:
         return entries, due
 
     def _weight(self, view: View, j: int, remaining: float) -> float:
+        if self.fair is not None:
+            return fair_weights(view, self.fair)[j]
         return _weight(view, j, remaining) if self.wsrpt else view.fleet.jobs[j].objective_weight
 
     def _patience(self, view: View, j: int, remaining: float, restart: float, free) -> tuple[bool, float | None]:
@@ -723,6 +735,17 @@ class _Derived:
                 out.setdefault(j, []).append(Use(g, o.level, n))
         status = Status.optimal if result.outcome == Outcome.optimal else Status.time_limit
         return _Outcome(status, {j: _merge_uses(us) for j, us in out.items()})
+
+
+def fair_weights(view: View, weighting: str) -> dict[int, float]:
+    """The weights of the running and ready jobs under a fairness objective (`weighting` "progress" or
+    "finish_time"; optsched.night.fairness): attained service so far sets each event's objective."""
+    queue = view.fleet.queue
+    jobs = sorted({r.job for r in view.running} | set(view.ready))
+    if weighting == "finish_time":
+        best = [view.fleet.best_speedup(j) for j in range(len(queue.jobs))]
+        return finish_time_weights(queue, jobs, view.work_left, view.t, best)
+    return progress_weights(queue, jobs, view.work_left)
 
 
 def _weight(view: View, j: int, remaining: float) -> float:

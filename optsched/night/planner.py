@@ -12,10 +12,14 @@ The candidates (every one deterministic, every timeline checked by the same rule
 * `dispatch-efficient`: dispatch in priority order that starts a job whenever it fits (EASY's rule) on at most
   as many devices as keep its Amdahl efficiency >= 1/2; for queues of at most EFFICIENT_MAX_JOBS jobs.
 
-The timeline kept is the best by (hard deadlines missed, jobs never run, weighted mean completion, soft
-deadlines missed, makespan, energy), the candidates' order breaking ties. `NightPlan.chosen` names it. Under a
+The timeline kept is the best by (hard deadlines missed, jobs never run, weighted mean completion priced with its
+soft misses, soft deadlines missed, makespan, energy), the candidates' order breaking ties: a soft deadline missed
+counts as its job finishing SOFT_MISS_HOURS later, so a candidate does not win by trading soft deadlines away for a
+little weighted completion; energy is the secondary objective, deciding between timelines of equal service.
+`NightPlan.chosen` names it. Under a
 fairness objective (max_min_speedup, team_max_min) the queue's fairness by morning ranks right after the jobs
-never run: the night picks the fairest candidate; each event's MILP still maximises weighted speedup.
+never run (after the largest rho under night_fairness finish_time): the night picks the fairest candidate, and
+the `milp` candidate's events weigh the jobs by the service they have attained (optsched.night.fairness).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from optsched.night.bound import BOUND_TIME_LIMIT_S, night_bound, with_gaps
 from optsched.night.dispatch import DispatchPolicy
 from optsched.night.engine import OnFailure, Policy, ProgressCallback, simulate
 from optsched.night.fairness import night_fairness
@@ -39,7 +44,7 @@ from optsched.night.milp import (
 )
 from optsched.schema.errors import FieldError, InvalidWorkload
 from optsched.schema.night import NightPlan, NightQueue
-from optsched.schema.workload import FAIR_OBJECTIVES, Workload
+from optsched.schema.workload import FAIR_OBJECTIVES, PRIORITY_WEIGHT, Priority, Workload
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +54,8 @@ MILP_MAX_JOBS = 100
 CLASSIC_MAX_JOBS = 100
 EFFICIENT_MAX_JOBS = 150
 DISPATCH_ORDERS = ("priority", "deadline", "wspt", "hybrid")
+# Hours a missed soft deadline adds to its job's completion in the ranking (docs/guides/night.md).
+SOFT_MISS_HOURS = 1.0
 CANDIDATE_NAMES = ("milp", "milp-classic", *(f"dispatch-{order}" for order in DISPATCH_ORDERS), "dispatch-efficient")
 
 
@@ -64,6 +71,7 @@ def plan_night(
     mip_gap: float | None = None,
     candidates: tuple[str, ...] | None = None,
     progress: ProgressCallback | None = None,
+    bound_time_limit_s: float = BOUND_TIME_LIMIT_S,
 ) -> NightPlan:
     """Plan the night's queue as a timeline (deterministic). Raises InvalidWorkload; never fails for one job.
 
@@ -74,12 +82,17 @@ def plan_night(
     default the queue's options when it sets them, else NIGHT_TIME_LIMIT_S and NIGHT_MIP_GAP; a solve that
     stops at its time limit makes the result depend on the machine's speed (summary.decisions_at_time_limit).
     `candidates` restricts the candidate policies by name (default: all that the queue's size allows).
+    `bound_time_limit_s` bounds the time spent on summary.bound, the chosen timeline's gap to the time-indexed
+    lower bound (optsched.night.bound; 0: not computed, the field stays null); above its size limit it is skipped
+    with the reason.
     """
     workload, begin = validate_night(
         queue, start=start, hours=hours, restart_hours=restart_hours, time_limit_s=time_limit_s, mip_gap=mip_gap
     )
     if on_failure not in ("replan", "wait"):
         raise InvalidWorkload([FieldError("on_failure", f"must be 'replan' or 'wait', not {on_failure!r}")])
+    if not (isinstance(bound_time_limit_s, int | float) and 0 <= bound_time_limit_s <= 3_600):
+        raise InvalidWorkload([FieldError("bound_time_limit_s", "must be a number of seconds in [0, 3600]")])
     given = workload.options.model_fields_set if "options" in workload.model_fields_set else set()
     if time_limit_s is None:
         time_limit_s = workload.options.time_limit_s if "time_limit_s" in given else NIGHT_TIME_LIMIT_S
@@ -120,25 +133,29 @@ def plan_night(
             best = (key, plan)
     assert best is not None
     chosen = best[1]
-    return chosen.model_copy(
-        update={
-            "policy": "planner",
-            "chosen": chosen.policy,
-            "summary": chosen.summary.model_copy(update={"policy": "planner"}),
-        }
-    )
+    summary = chosen.summary.model_copy(update={"policy": "planner"})
+    if bound_time_limit_s > 0:
+        bound = night_bound(
+            workload, hours=hours, horizon_hours=summary.makespan_hours, time_limit_s=bound_time_limit_s, mip=False
+        )
+        summary = summary.model_copy(update={"bound": with_gaps(bound, summary)})
+    return chosen.model_copy(update={"policy": "planner", "chosen": chosen.policy, "summary": summary})
 
 
 def score(plan: NightPlan, queue: NightQueue | None = None) -> tuple:
-    """(hard deadlines missed, jobs never run, weighted mean completion, soft misses, makespan, energy): lower wins.
+    """(hard deadlines missed, jobs never run, priced weighted mean completion, soft misses, makespan, energy): lower
+    wins. Priced: sum w_j (finish_j + SOFT_MISS_HOURS [j missed its soft deadline]) / sum w_j over finished jobs.
     Under a fairness objective of `queue` its value over the night (optsched.night.fairness.night_fairness, higher
-    is fairer) comes before the weighted mean completion, and the largest finish-time rho after it."""
+    is fairer) comes before the weighted mean completion, and the largest finish-time rho after it (before it
+    when the queue's night_fairness is finish_time)."""
     s = plan.summary
-    wmct = s.weighted_mean_completion_hours
+    wmct = priced_completion(plan)
     fair: tuple = ()
     if queue is not None and queue.objective in FAIR_OBJECTIVES:
         rho = math.inf if s.max_rho is None else round(s.max_rho, 9)
         fair = (-round(night_fairness(queue, plan.jobs, plan.hours), 9), rho)
+        if queue.night_fairness == "finish_time":
+            fair = fair[::-1]
     return (
         len(s.hard_deadlines_missed),
         len(s.never_ran),
@@ -150,12 +167,27 @@ def score(plan: NightPlan, queue: NightQueue | None = None) -> tuple:
     )
 
 
+def priced_completion(plan: NightPlan) -> float | None:
+    """Weighted mean completion with SOFT_MISS_HOURS added to each job that missed its soft deadline (hours; None
+    when nothing finished)."""
+    s = plan.summary
+    if s.weighted_mean_completion_hours is None:
+        return None
+    missed = set(s.soft_deadlines_missed)
+    weights = {j.job: PRIORITY_WEIGHT[Priority(j.priority)] * j.weight for j in plan.jobs if j.finish_hours is not None}
+    total = sum(weights.values())
+    late = sum(w for j, w in weights.items() if j in missed)
+    return s.weighted_mean_completion_hours + SOFT_MISS_HOURS * late / total
+
+
 def candidate_policies(queue: NightQueue, *, time_limit_s: float, mip_gap: float, every: bool = False) -> list[Policy]:
     """The candidate policies for this queue (by its size; `every`: all of them)."""
     n = len(queue.jobs)
     out: list[Policy] = []
     if every or n <= MILP_MAX_JOBS:
-        out.append(MilpPolicy(time_limit_s=time_limit_s, mip_gap=mip_gap, name="milp"))
+        # Under a fairness objective each event's MILP weighs the jobs by the service they have attained.
+        weighting = queue.night_fairness if queue.objective in FAIR_OBJECTIVES else "wsrpt"
+        out.append(MilpPolicy(time_limit_s=time_limit_s, mip_gap=mip_gap, weighting=weighting, name="milp"))
     if every or n <= CLASSIC_MAX_JOBS:
         out.append(
             MilpPolicy(

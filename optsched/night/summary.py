@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from optsched.night.fairness import rhos, team_nights
+from optsched.night.fairness import night_fairness, rhos, team_nights
 from optsched.schema.night import (
     CriticalPath,
     DeviceUtilisation,
@@ -15,7 +15,7 @@ from optsched.schema.night import (
     NightSummary,
     PriorityCounts,
 )
-from optsched.schema.workload import HARD_PRIORITIES, PRIORITY_WEIGHT, Priority
+from optsched.schema.workload import FAIR_OBJECTIVES, HARD_PRIORITIES, PRIORITY_WEIGHT, Priority
 
 
 def summarize(
@@ -72,6 +72,7 @@ def summarize(
         decisions_at_time_limit=decisions_at_time_limit,
         max_rho=max(rhos(queue, jobs).values(), default=None),
         teams=team_nights(queue, jobs, horizon),
+        fairness=night_fairness(queue, jobs, hours) if queue.objective in FAIR_OBJECTIVES else None,
     )
 
 

@@ -1,6 +1,6 @@
 """Re-planning after failures and changes: keep what runs, move as little as it pays to (`replan`)."""
 
-from optsched.replan.replan import check_change, move_costs, moved_jobs, replan
+from optsched.replan.replan import check_change, check_growth, move_costs, moved_jobs, replan
 from optsched.replan.schema import (
     Change,
     ChangeKind,
@@ -24,6 +24,7 @@ __all__ = [
     "Replan",
     "apply_change",
     "check_change",
+    "check_growth",
     "move_costs",
     "moved_jobs",
     "replan",

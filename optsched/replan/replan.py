@@ -117,11 +117,12 @@ def replan(
     )
     warm = {j: _counts_by_cap(a) for j, a in kept_running.items()}
     new: Plan | None = None
-    if kept_running and hours > 0 and current.objective:
+    worth = net_units(after, current)
+    if kept_running and hours > 0 and worth:
         # First keep what runs: every move costs at least half the gap's worth of the current objective, so this
         # plan has hardly a move it could do without (a solve within the gap may otherwise hide many cheap ones).
         # It seeds the net solve, which keeps it unless another plan has a better net objective.
-        keep = replace(cost, floor=KEEP_FLOOR * gap * abs(current.objective))
+        keep = replace(cost, floor=KEEP_FLOOR * gap * abs(worth))
         kept, _ = solve(keep, warm, share=KEEP_SHARE, gap_factor=KEEP_GAP_FACTOR)
         if kept.status is Status.infeasible:
             new, net = kept, _Net()
@@ -134,8 +135,11 @@ def replan(
         if missed:
             # Pins cost more than any objective, so a broken one means no plan keeps it: solve again without
             # it so the bound and gap are about the ordinary move cost.
+            reason = "no plan keeps its devices within the budgets, deadlines and hard jobs" + (
+                # The max-min comes first and ignores pins (optsched.solve.fairness).
+                " and the fairness floor" if OBJECTIVES[after.objective].fair else "")
             for j in missed:
-                broken[j] = "no plan keeps its devices within the budgets, deadlines and hard jobs"
+                broken[j] = reason
             cost = replace(cost, pinned=cost.pinned - set(missed))
             warm = {p.job: _counts_by_cap(p.allocations) for p in new.placements if p.admitted}
             new, net = solve(cost, warm)
@@ -143,7 +147,8 @@ def replan(
     if new.status is Status.infeasible:
         suggestions = suggest_changes(after, time_limit_s=max(1.0, min(SUGGESTION_TIME_LIMIT_S, limit)))
         new = new.model_copy(update={"suggestions": tuple(suggestions)})
-    if not new.feasible or new.objective is None:
+    value = net_units(after, new)
+    if not new.feasible or new.objective is None or value is None:
         return Replan(
             workload=after, plan=new, moved=0, restart_hours=0.0, move_cost_hours=hours, move_cost=0.0,
             net_objective=None, net_bound=None, net_gap=None,
@@ -155,7 +160,7 @@ def replan(
     moved = [c for c in changes if c.kind in MOVES and c.reason is not Reason.removed]
     move_cost = sum(costs.get(c.job, 0.0) for c in moved)
     sense = OBJECTIVES[after.objective].sense
-    net_objective = new.objective - move_cost if sense == "max" else new.objective + move_cost
+    net_objective = value - move_cost if sense == "max" else value + move_cost
     pin_breaks = tuple(PinBreak(job=j, reason=r) for j, r in broken.items())
     warnings = tuple(f"pin of job {b.job!r} impossible: {b.reason}" for b in pin_breaks)
     new = new.model_copy(update={"bound": None, "gap": None, "warnings": new.warnings + warnings})
@@ -173,6 +178,12 @@ def replan(
         pins_impossible=pin_breaks,
         solve_seconds=time.monotonic() - started,
     )
+
+
+def net_units(workload: Workload, plan: Plan) -> float | None:
+    """What the move cost is weighed against: the plan's objective, or under a fairness objective its weighted
+    speedup (the second solve's objective, which the move cost joins; optsched.solve.fairness)."""
+    return plan.weighted_speedup if OBJECTIVES[workload.objective].fair else plan.objective
 
 
 def running_allocations(workload: Workload, plan: Plan) -> dict[str, tuple[Allocation, ...]]:

@@ -258,7 +258,9 @@ class Replan(_Frozen):
 
     The new plan maximises (min_power: minimises) the workload's objective minus (plus) `move_cost`; its status
     and the `net_*` figures are about that net objective, so `plan.bound` and `plan.gap` (which would be about
-    the objective alone) are left empty."""
+    the objective alone) are left empty. Under a fairness objective the max-min comes first, without the move
+    cost, and the move cost joins the second solve: the most weighted speedup minus the move cost among the plans
+    within the tolerance of the max-min (optsched.solve.fairness)."""
 
     workload: Workload = Field(description="The changed workload the plan is for (verify the plan against it).")
     plan: Plan
@@ -268,8 +270,12 @@ class Replan(_Frozen):
     moved: int = Field(description="Running jobs whose device groups or counts changed (resized, moved, stopped).")
     restart_hours: float = Field(description="Hours of work lost to restarts: moved x move_cost_hours.")
     move_cost_hours: float
-    move_cost: float = Field(description="The moves' cost in objective units (weighted speedup, or W for min_power).")
-    net_objective: float | None = Field(description="objective - move_cost (max) or objective + move_cost (min).")
+    move_cost: float = Field(description=(
+        "The moves' cost in objective units (weighted speedup, or W for min_power; under a fairness objective "
+        "weighted speedup, the units of its second solve)."))
+    net_objective: float | None = Field(description=(
+        "objective - move_cost (max) or objective + move_cost (min); under a fairness objective weighted_speedup - "
+        "move_cost among the plans within the tolerance of the max-min."))
     net_bound: float | None = Field(description="Proven bound on the net objective.")
     net_gap: float | None
     pins_impossible: tuple[PinBreak, ...] = ()

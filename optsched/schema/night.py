@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -119,6 +119,12 @@ class NightQueue(Workload):
     power: NightPower = NightPower()
     failures: tuple[DeviceFailure, ...] = Field(default=(), max_length=10_000)
     defaults: NightDefaults = NightDefaults()
+    night_fairness: Literal["progress", "finish_time"] = Field(
+        default="progress",
+        description="Under a fairness objective (max_min_speedup, team_max_min), what the night equalises: "
+        "'progress', the objective's max-min over each job's (team's) share of its work done by morning, or "
+        "'finish_time', the largest finish-time fairness rho (docs/guides/fairness.md).",
+    )
 
     @model_validator(mode="after")
     def consistent(self) -> NightQueue:
@@ -410,6 +416,38 @@ class TeamNight(_Frozen):
     never_ran: int = Field(description="Jobs of the team that never ran (their rho is unbounded).")
 
 
+class BoundStatus(StrEnum):
+    optimal = "optimal"  # the time-indexed MILP solved to its gap: its optimum and a bound
+    bound = "bound"  # a proven lower bound (LP relaxation, or the MILP's dual bound at its time limit)
+    skipped = "skipped"  # not computed: see reason (queue above the size limit, no time left, jobs never ran)
+
+
+class NightBound(_Frozen):
+    """How far the night plan is from the best possible night: lower bounds from the time-indexed relaxation
+    (optsched.night.bound; docs/guides/night.md explains what it relaxes and why it is a valid bound)."""
+
+    status: BoundStatus
+    reason: str | None = Field(default=None, description="Why no bound, or why a weaker one (skipped, time limit).")
+    slot_hours: float | None = Field(default=None, description="Length of the model's time slots, in hours.")
+    slots: int = Field(default=0, description="Time slots of the model (the tail slot after its horizon included).")
+    weighted_completion_bound_hours: float | None = Field(
+        default=None,
+        description="Lower bound on weighted_mean_completion_hours over every timeline that finishes every job.",
+    )
+    weighted_completion_optimum_hours: float | None = Field(
+        default=None,
+        description="Optimum of the time-indexed MILP (status optimal; itself a lower bound, within its mip gap).",
+    )
+    weighted_completion_gap: float | None = Field(
+        default=None,
+        description="(plan - bound) / plan for weighted mean completion (null: not comparable, see reason).",
+    )
+    energy_bound_kwh: float | None = Field(
+        default=None, description="Lower bound on energy_kwh of any timeline that finishes every job."
+    )
+    energy_gap: float | None = Field(default=None, description="(plan - bound) / plan for energy_kwh.")
+
+
 class NightSummary(_Frozen):
     policy: str
     status: NightStatus
@@ -449,11 +487,21 @@ class NightSummary(_Frozen):
         "finished jobs, S_j^equal the job's speedup on 1/n of every eligible device group (n jobs in the queue).",
     )
     teams: tuple[TeamNight, ...] = Field(default=(), description="Per team, when any job names a team.")
+    bound: NightBound | None = Field(
+        default=None,
+        description="Gap to the time-indexed lower bound (plan_night's chosen timeline; null for baselines).",
+    )
+    fairness: float | None = Field(
+        default=None,
+        description="Under a fairness objective, its value by morning on each job's share x_j of its work done by "
+        "the end of the night: max_min_speedup min_j x_j / weight_j, team_max_min min over teams of their summed "
+        "x_j / share (null under other objectives).",
+    )
 
 
 class NightPlan(_Frozen):
     queue: str = Field(description="Name of the planned queue (workload).")
-    policy: str = Field(description="'planner', or a baseline: 'fifo', 'edf', 'easy'.")
+    policy: str = Field(description="'planner', or a baseline: 'fifo', 'edf', 'easy', 'conservative'.")
     chosen: str | None = Field(
         default=None,
         description="The planner's candidate policy whose timeline this is (milp, milp-classic, dispatch-...).",

@@ -82,7 +82,8 @@ _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 
 def normal_id(text: str) -> str:
     """`text` in Unicode normal form C, or ValueError if it is blank, starts or ends with white space, or holds an
-    invisible character (a control, format, private-use, unassigned or default-ignorable code point).
+    invisible character (a control, format, private-use, unassigned or default-ignorable code point) or a space
+    other than U+0020 (no-break, ideographic, ...).
 
     Every id of every schema goes through this one function, so two ids that look alike are one id ("e" + U+0301
     is "é") or one of them is refused ("train" + U+E0020); the duplicate checks then compare the normal forms."""
@@ -94,6 +95,9 @@ def normal_id(text: str) -> str:
     for c in normal:
         if unicodedata.category(c) in _INVISIBLE_CATEGORIES or _IGNORABLE.match(c):
             raise ValueError(f"must hold visible characters only; U+{ord(c):04X} is invisible or unassigned")
+        if c != " " and unicodedata.category(c) == "Zs":
+            # "a b" with a no-break or an ideographic space looks like "a b" and would be another id.
+            raise ValueError(f"must use the plain space U+0020 between words; U+{ord(c):04X} is another space")
     return normal
 
 

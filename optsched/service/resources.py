@@ -1,5 +1,6 @@
 """One path per use case on a stored resource (plan, night plan, frontier, ...): submit with idempotency,
 cancel, delete. The REST views, `optsched batch` and the CLI call these; none writes the store or queue itself.
+Every one acts for a team (optsched.service.tenants): it sees, replays and deletes that team's resources only.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from optsched.infra.queue import SolveQueue
-from optsched.infra.store import JobState, PlanRecord, PlanStore
+from optsched.infra.store import DEFAULT_TEAM, JobState, PlanRecord, PlanStore
 from optsched.schema.errors import OptschedError
 from optsched.service.kinds import KINDS, KindSpec
+from optsched.service.tenants import Admission
 
 
 class IdempotencyConflict(OptschedError):
@@ -39,19 +41,26 @@ def submit(
     params: dict[str, Any] | None = None,
     idempotency_key: str | None = None,
     replace_states: Iterable[JobState] = (),
+    team: str = DEFAULT_TEAM,
+    admission: Admission | None = None,
 ) -> Submitted:
-    """Store the resource and queue its solve, in that order, so that a failed enqueue leaves no row behind.
+    """Store the resource of `team` and queue its solve, in that order, so that a failed enqueue leaves no row behind.
 
-    With a used idempotency key, the earlier resource is returned (IdempotencyConflict when it was for another
+    With a key the team used already, the earlier resource is returned (IdempotencyConflict when it was for another
     kind, document or parameters) unless its state is in `replace_states`, in which case it is replaced by a
-    new one (batch reruns solve again what failed or was cancelled).
+    new one (batch reruns solve again what failed or was cancelled). A new resource is first admitted
+    (`admission`: TeamQueueFull past the team's queue share, QuotaExceeded past its storage quota); a retry of a
+    stored one is answered whatever the team holds.
     """
     params = params or {}
     replace = tuple(replace_states)
-    record, created = store.create(document, idempotency_key, kind=kind.name, params=params)
+    existing = store.get_by_key(idempotency_key, team) if idempotency_key is not None else None
+    if admission is not None and (existing is None or existing.status in replace):
+        admission.check(store, team)
+    record, created = store.create(document, idempotency_key, kind=kind.name, params=params, team=team)
     if not created and record.status in replace:
         store.delete(record.id, states=replace)
-        record, created = store.create(document, idempotency_key, kind=kind.name, params=params)
+        record, created = store.create(document, idempotency_key, kind=kind.name, params=params, team=team)
     if not created:
         if (record.kind, canonical(record.workload), canonical(record.params or {})) != (
             kind.name, canonical(document), canonical(params)
@@ -76,15 +85,16 @@ def cancel_or_delete(
     *,
     requested_at: datetime | None = None,
     replay_s: float = 0.0,
+    team: str = DEFAULT_TEAM,
 ) -> PlanRecord | None:
-    """Cancel an unfinished resource (the record as it now is: `cancelled`, or the final state its solve reached
-    first), delete a finished one (None); NotFound otherwise.
+    """Cancel an unfinished resource of `team` (the record as it now is: `cancelled`, or the final state its solve
+    reached first), delete a finished one (None); NotFound otherwise (another team's resource too).
 
     Idempotent under retries and concurrency: a resource is deleted only if it was final before the request
     (`requested_at`, when the caller received it) and, when cancelled, cancelled more than `replay_s` before it.
     So several DELETEs sent at once, or a DELETE retried soon after, all answer with the cancelled record and
     none deletes it; a DELETE after that deletes it."""
-    record = store.get(resource_id, kind=kind.name)
+    record = store.get(resource_id, kind=kind.name, team=team)
     if record is None:
         raise NotFound(f"no {kind.name} {resource_id!r}")
     if not record.status.final:
@@ -104,15 +114,21 @@ def cancel_or_delete(
 
 
 def list_resources(
-    store: PlanStore, kind: KindSpec, *, limit: int = 20, cursor: str | None = None, status: str | None = None
+    store: PlanStore,
+    kind: KindSpec,
+    *,
+    limit: int = 20,
+    cursor: str | None = None,
+    status: str | None = None,
+    team: str = DEFAULT_TEAM,
 ) -> tuple[list[PlanRecord], str | None]:
-    """One page of a kind's resources, newest first; `status` is the word a resource shows: a lifecycle state
-    (queued, solving, cancelled, failed) or a verdict of a finished solve (optimal, met, done, ...)."""
+    """One page of a kind's resources of `team`, newest first; `status` is the word a resource shows: a lifecycle
+    state (queued, solving, cancelled, failed) or a verdict of a finished solve (optimal, met, done, ...)."""
     if status is None:
-        return store.list(limit=limit, cursor=cursor, kind=kind.name)
+        return store.list(limit=limit, cursor=cursor, kind=kind.name, team=team)
     if status in _LIFECYCLE_WORDS:
-        return store.list(limit=limit, cursor=cursor, kind=kind.name, status=JobState(status))
-    return store.list(limit=limit, cursor=cursor, kind=kind.name, status=JobState.finished, verdict=status)
+        return store.list(limit=limit, cursor=cursor, kind=kind.name, status=JobState(status), team=team)
+    return store.list(limit=limit, cursor=cursor, kind=kind.name, status=JobState.finished, verdict=status, team=team)
 
 
 # The statuses that are lifecycle states; `finished` never shows: a finished resource shows its verdict.

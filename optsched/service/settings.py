@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -25,7 +25,46 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=PREFIX, frozen=True, extra="ignore", env_ignore_empty=True)
 
     DATABASE_URL: str = Field(DEFAULT_DATABASE_URL, description="SQLAlchemy URL of the plan store.")
-    API_TOKEN: str | None = Field(None, description="When set, every /v1 route needs `Authorization: Bearer <token>`.")
+    API_TOKEN: str | None = Field(
+        None,
+        description="The bearer token of the team `default`: every /v1 route and page needs `Authorization: Bearer "
+        "<token>` (at least 16 characters; the service refuses to start without a token unless OPTSCHED_AUTH=off).",
+    )
+    API_TOKENS: str | None = Field(
+        None,
+        description="Teams and their bearer tokens, `team-a:TOKEN,team-b:TOKEN` (team names: lower-case letters, "
+        "digits, `_.-`); each team sees only its own resources (another team's id is a 404). Combines with "
+        "OPTSCHED_API_TOKEN.",
+    )
+    AUTH: Literal["on", "off"] = Field(
+        "on",
+        description="`off` runs without authentication (every resource is the team `default`'s; a warning is "
+        "logged at start); with `on` a service without a token of at least 16 characters refuses to start.",
+    )
+    AUTH_FAILURES_PER_S: float = Field(
+        1.0, gt=0,
+        description="Wrong tokens (bearer, login form, session cookie) one client address may send per second, "
+        "on average; beyond its burst it gets 429 with Retry-After.",
+    )
+    AUTH_FAILURE_BURST: int = Field(
+        10, ge=1, description="Wrong tokens one client address may send at once before the rate above applies.",
+    )
+    # Retention (docs/operations/reliability.md, "Retention"): results expire, teams have a quota.
+    RESULT_TTL_S: float = Field(
+        7 * 86_400.0, ge=0,
+        description="Seconds a finished, cancelled or failed resource is kept after it ended; the sweep then "
+        "deletes it (0: kept until deleted).",
+    )
+    TEAM_QUOTA_MB: float = Field(
+        1_024.0, ge=0,
+        description="Documents (inputs and results, as JSON) one team may store, in MB; a POST beyond it is 507 "
+        "(0: no quota).",
+    )
+    RETENTION_SWEEP_S: float = Field(
+        60.0, gt=0,
+        description="Seconds between two retention sweeps of the REST service (`optsched worker` pools sweep at each "
+        "housekeeping round, every OPTSCHED_LEASE_S / 3).",
+    )
     MAX_BODY_MB: float = Field(10.0, ge=0, description="Largest request body accepted, in MB (413 above).")
     MAX_VARIABLES: int = Field(
         DEFAULT_MAX_VARIABLES, ge=1,
@@ -91,6 +130,17 @@ class Settings(BaseSettings):
     )
     MAX_CHART_ROWS: int = Field(400, ge=1, description="Rows (devices, jobs) a chart may draw; larger ones are 409.")
     MAX_CHART_BARS: int = Field(20_000, ge=1, description="Bars a chart may draw; larger ones are 409 (use the JSON).")
+    MAX_RESULT_MB: float = Field(
+        32.0, gt=0,
+        description="Largest result document a solve may store, in MB of JSON; a larger one is not stored and the "
+        "resource fails saying so.",
+    )
+    CHART_WORKERS: int = Field(
+        2, ge=1, description="Charts drawn at once, each in a process of its own apart from the HTTP process."
+    )
+    CHART_TIMEOUT_S: float = Field(
+        30.0, gt=0, description="Seconds one chart may take to draw; past it its process is killed (503)."
+    )
     # The HTTP server (api/serve.py): request reading apart from the application threads.
     READ_TIMEOUT_S: float = Field(
         20.0, gt=0, description="Seconds a client has to send a whole request (408 after); also the idle keep-alive."
@@ -98,6 +148,11 @@ class Settings(BaseSettings):
     MAX_CONNECTIONS: int = Field(1_000, ge=1, description="Open client connections the server holds at once.")
     CANCEL_REPLAY_S: float = Field(
         30.0, ge=0, description="A DELETE this soon after a cancel answers 200 `cancelled` again instead of deleting.",
+    )
+    METRICS_TOKEN: str | None = Field(
+        None, min_length=16,
+        description="The bearer token GET /metrics needs (a scraper's own, at least 16 characters); unset: the API "
+        "token, and none when the service runs without one.",
     )
     VIEWER_SESSION_S: int = Field(8 * 3600, ge=60, description="Lifetime of the viewer's login cookie, in seconds.")
     # Diagnostics and tests.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 import types
 from pathlib import Path
-from typing import Any, Union, get_args, get_origin
+from typing import Any, Literal, Union, get_args, get_origin
 
 import annotated_types
 from pydantic.fields import FieldInfo
@@ -51,7 +51,10 @@ def _type(field: FieldInfo) -> str:
     annotation = field.annotation
     optional = get_origin(annotation) in (Union, types.UnionType) and type(None) in get_args(annotation)
     base = next((a for a in get_args(annotation) if a is not type(None)), annotation) if optional else annotation
-    text = getattr(base, "__name__", str(base))
+    if get_origin(base) is Literal:
+        text = "one of " + ", ".join(f"`{value}`" for value in get_args(base))
+    else:
+        text = getattr(base, "__name__", str(base))
     bounds = [
         f"{symbol} {_text(getattr(item, attribute))}"
         for item in field.metadata

@@ -33,6 +33,9 @@ SOLO_SHARE = 0.2
 FIRST_SHARE = 0.5
 # A solo problem gets at least this long, whatever the limit (HiGHS's own set-up takes milliseconds).
 MIN_SOLO_S = 0.05
+# A solo problem may take this many times its even share of the time left: most prove in a fraction of it, and
+# an even split left one M job in ten unproven (its share 0.08 s of the 30 s limit's 6 s; 2 s did all 76).
+SOLO_SLACK = 4.0
 # Relative gap of the solo problems: normalisers within 0.01 % of the optimum, which one-job MILPs prove at once
 # (1e-6 ran out of time on about one M job in three on the shared machine).
 SOLO_GAP = 1e-4
@@ -53,9 +56,13 @@ def solve_fair(workload: Workload, options: SolveOptions, started: float, solve_
     solo_seconds = time.monotonic() - started
     first_data = ModelData(workload, solo=solo)
     first_limit = max(MIN_SOLO_S, FIRST_SHARE * (deadline - time.monotonic()))
-    # A caller's extra terms (re-planning's move cost) are in weighted-speedup units: the second solve's.
+    # A caller's extra terms (re-planning's move cost) are in weighted-speedup units: the second solve's, and so
+    # is then the `progress` the caller reads (solve_workload: the objective plus those terms).
+    extra = options.extra_objective
     first = solve_data(
-        first_data, options.replace(time_limit_s=first_limit, extra_objective=None), time.monotonic()
+        first_data,
+        options.replace(time_limit_s=first_limit, extra_objective=None, progress=None if extra else options.progress),
+        time.monotonic(),
     )
     if first.status is Status.infeasible:
         reason = NIGHT_SUGGESTION.format(objective=workload.objective)
@@ -74,10 +81,12 @@ def solve_fair(workload: Workload, options: SolveOptions, started: float, solve_
 
     second = solve_data(
         second_data,
-        # `progress` speaks in fairness units: the second solve's weighted speedups would read as a jump.
+        # Without extra terms `progress` speaks in fairness units: the second solve's weighted speedups would read
+        # as a jump.
         options.replace(
             time_limit_s=max(MIN_SOLO_S, deadline - time.monotonic()), warm_start=allocations(first),
-            on_incumbent=on_incumbent if options.on_incumbent is not None else None, progress=None,
+            on_incumbent=on_incumbent if options.on_incumbent is not None else None,
+            progress=options.progress if extra else None,
         ),
         time.monotonic(),
     )
@@ -146,7 +155,8 @@ def solo_speedups(
         key = _speedup_key(job)
         if key in known:
             continue
-        limit = max(MIN_SOLO_S, (deadline - time.monotonic()) / max(1, distinct - len(known)))
+        left = deadline - time.monotonic()
+        limit = min(max(MIN_SOLO_S, left), max(MIN_SOLO_S, SOLO_SLACK * left / max(1, distinct - len(known))))
         solo = solve_data(
             ModelData(solo_workload(workload, job)), options.replace(time_limit_s=limit, mip_gap=SOLO_GAP),
             time.monotonic(),

@@ -56,14 +56,16 @@ class SolveOptions:
     strategy: StrategyName = "auto"
     # The measured crossover of one MILP against the parts on 2 cores (bench/results/planner-large.md).
     direct_max_options: int = 150_000
-    # Above this column generation does not converge within a minute on 2 cores (10,000 x 100: 22 rounds in 36 s,
-    # its plan 33,113 against the parts' 41,856; bench/results/planner-large.md): the parts take them.
-    column_max_options: int = 2_000_000
+    # Above this column generation does not converge within a minute on 2 cores, and the parts take the workload.
+    # 4,000,000 takes in racks 10,000 x 100 (3.8 million options) and racks3 5,000 x 192 (3.7 million): since the
+    # LP is rounded before the integer master, columns beat the parts there (bench/results/planner-large.md).
+    column_max_options: int = 4_000_000
     # An M-sized MILP proves 1 % in about a second (bench/results/planner.md).
     part_options: int = 15_000
     part_workers: int = 2
-    # One: on 2 cores shared at load 16, two processes priced a 5,000-job round 1.3x faster and four no faster
-    # than two (a larger share of a busy host rather than more cores), not yet measured in whole solves.
+    # One: on 2 cores shared at load 13, a full round of racks3 2,000 x 144 took 0.92-1.14 s in one process,
+    # 0.72-0.97 s in two and 0.77-0.94 s in four; of racks 10,000 x 100 2.5-2.9 s in one and 2.9-3.4 s in two
+    # (the duals and columns passed between processes cost more than they save; bench/results/planner-large.md).
     pricing_workers: int = 1
 
     def __post_init__(self) -> None:

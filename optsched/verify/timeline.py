@@ -43,6 +43,7 @@ from optsched.schema.night import (
 )
 from optsched.schema.tolerances import TIME_TOL_HOURS
 from optsched.schema.workload import (
+    FAIR_OBJECTIVES,
     HARD_PRIORITIES,
     DeviceGroup,
     PowerLevel,
@@ -659,6 +660,72 @@ def check_team_shares(ctx: _Ctx) -> list[str]:
     return out
 
 
+def check_fairness(ctx: _Ctx) -> list[str]:
+    """The summary's finish-time fairness (largest rho, each team's worst) and, under a fairness objective, its
+    value by morning, recomputed from the segments and the queue (docs/guides/fairness.md)."""
+    s, w = ctx.p.summary, ctx.w
+    rho = {}
+    for t in ctx.p.jobs:
+        job = ctx.jobs.get(t.job)
+        share = _equal_share(w, job) if job is not None else 0.0
+        if job is not None and t.finish_hours is not None and share > 0 and job.work_hours > 0:
+            rho[t.job] = (t.finish_hours - job.release_hours) * share / job.work_hours
+    out = []
+    if not _same(ctx, s.max_rho, max(rho.values(), default=None)):
+        out.append(f"summary: max_rho is {s.max_rho!r}, the timeline gives {max(rho.values(), default=None)!r}")
+    for team in s.teams:
+        worst = max((r for j, r in rho.items() if ctx.jobs[j].team_name == team.team), default=None)
+        if not _same(ctx, team.worst_rho, worst):
+            out.append(
+                f"summary: team {team.team!r} reports worst rho {team.worst_rho!r}, the timeline gives {worst!r}"
+            )
+    want = _fairness_by_morning(ctx) if w.objective in FAIR_OBJECTIVES else None
+    if not _same(ctx, s.fairness, want):
+        out.append(f"summary: fairness is {s.fairness!r}, the segments give {want!r} ({w.objective})")
+    return out
+
+
+def _equal_share(w: NightQueue, job: NightJob) -> float:
+    """S^equal: the job on 1/n of every eligible group (n the queue's jobs) at its fastest level, at most
+    max_devices, the fastest device the host; below one device, that device time-shared."""
+    n = max(1, len(w.jobs))
+    units = [
+        (g.count / n, max(lv.speed for lv in g.power_levels) * job.speed_on.get(g.model, 1.0))
+        for g in w.devices
+        if (job.memory_gb is None or (g.memory_gb is not None and g.memory_gb >= job.memory_gb))
+        and (job.allowed_models is None or g.model in job.allowed_models)
+    ]
+    devices = sum(c for c, _ in units)
+    if not devices:
+        return 0.0
+    scale = min(1.0, job.max_devices / devices) if job.max_devices is not None else 1.0
+    host = max(v for _, v in units)
+    r = scale * sum(c * v for c, v in units)
+    p = job.parallel_fraction
+    return r if r <= host else 1.0 / ((1.0 - p) / host + p / r)
+
+
+def _fairness_by_morning(ctx: _Ctx) -> float:
+    """min_j x_j / weight_j, or min over teams of summed x_j / share; x_j the share of job j's work done by the
+    night's end (each segment's work pro rata, less the work rolled back by failures before then)."""
+    hours = ctx.p.hours
+    x = {}
+    for t in ctx.p.jobs:
+        done = sum(
+            seg.work_hours * max(0.0, min(1.0, (hours - seg.from_hours) / (seg.to_hours - seg.from_hours)))
+            - (seg.rolled_back_hours if seg.to_hours <= hours else 0.0)
+            for seg in t.segments if seg.to_hours > seg.from_hours
+        )
+        x[t.job] = max(0.0, min(1.0, done / t.work_hours)) if t.work_hours > 0 else 1.0
+    if ctx.w.objective == "team_max_min":
+        teams: dict[str, float] = {}
+        for job in ctx.w.jobs:
+            teams[job.team_name] = teams.get(job.team_name, 0.0) + x.get(job.id, 0.0)
+        shares = ctx.w.team_shares()
+        return min((v / shares[t] for t, v in teams.items()), default=0.0)
+    return min((x.get(job.id, 0.0) / job.weight for job in ctx.w.jobs), default=0.0)
+
+
 CHECKS: tuple[Callable[[_Ctx], list[str]], ...] = (
     check_jobs_listed,
     check_segments,
@@ -672,6 +739,7 @@ CHECKS: tuple[Callable[[_Ctx], list[str]], ...] = (
     check_deadlines,
     check_summary,
     check_team_shares,
+    check_fairness,
 )
 
 

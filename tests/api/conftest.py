@@ -24,6 +24,8 @@ def make_app(tmp_path) -> Callable[..., Flask]:
             "API_TOKEN": None,
             **config,
         }
+        # Without a token the app must be told to run without authentication (optsched.service.tenants).
+        settings.setdefault("AUTH", "on" if settings["API_TOKEN"] or settings.get("API_TOKENS") else "off")
         app = create_app(settings)
         app.config["TESTING"] = True
         apps.append(app)
@@ -50,7 +52,8 @@ def live_app(tmp_path_factory) -> Flask:
     """One app with a one-process solver pool, shared by the tests that need finished plans."""
     path = tmp_path_factory.mktemp("live") / "plans.db"
     app = create_app(
-        {"DATABASE_URL": f"sqlite:///{path}", "WORKERS": 1, "SYNC_WAIT_S": 10, "API_TOKEN": None, "START_WORKERS": True}
+        {"DATABASE_URL": f"sqlite:///{path}", "WORKERS": 1, "SYNC_WAIT_S": 10, "API_TOKEN": None, "AUTH": "off",
+         "START_WORKERS": True}
     )
     app.config["TESTING"] = True
     yield app

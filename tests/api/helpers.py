@@ -59,3 +59,18 @@ def poll(client, location: str, timeout_s: float = 30.0, **kwargs: Any) -> dict[
         if body["status"] not in ("queued", "solving") or time.monotonic() > deadline:
             return body
         time.sleep(0.05)
+
+
+def solve_now(app, resource_id: str) -> dict:
+    """Solve a stored resource of `app` in this process, as a worker would (for apps without a solver pool); its
+    result document."""
+    from api import services
+    from optsched.infra.queue import SolveTask, record_outcome
+    from optsched.service.kinds import RUNNER
+
+    store = services(app).store
+    claimed = store.claim(resource_id)
+    outcome, payload = RUNNER.solve(SolveTask.of(claimed, threads=1))
+    assert outcome == "result", payload
+    record_outcome(store, resource_id, claimed.attempts, outcome, payload)
+    return store.get(resource_id).plan

@@ -85,12 +85,12 @@ def test_a_wrong_idempotency_key_header_is_422(client):
 
 
 def test_token_is_required_on_v1_routes_when_configured(make_app):
-    client = make_app(API_TOKEN="s3cret-token").test_client()
+    client = make_app(API_TOKEN="s3cret-token-0123456789").test_client()
     for headers in (
         {},
         {"Authorization": "Bearer wrong"},
-        {"Authorization": "Basic s3cret-token"},
-        {"Authorization": "s3cret-token"},
+        {"Authorization": "Basic s3cret-token-0123456789"},
+        {"Authorization": "s3cret-token-0123456789"},
     ):
         body = problem(client.get("/v1/plans", headers=headers), 401)
         assert "Bearer" in body["detail"]
@@ -100,7 +100,7 @@ def test_token_is_required_on_v1_routes_when_configured(make_app):
     problem(client.post("/v1/plans", data="{", content_type="application/json"), 401)
     problem(client.post("/v1/verify", json={}), 401)
     problem(client.delete("/v1/plans/x"), 401)
-    good = {"Authorization": "Bearer s3cret-token"}
+    good = {"Authorization": "Bearer s3cret-token-0123456789"}
     assert client.get("/v1/plans", headers=good).status_code == 200
     assert client.post("/v1/plans", json=tiny_workload(), headers=good).status_code == 202
     assert client.get("/healthz").status_code == 200

@@ -11,6 +11,7 @@ from api.examples import QUEUEING_STUDY
 from optsched.infra.pool import ProcessPool
 from optsched.infra.queue import SolveTask
 from optsched.infra.store import JobState, PlanStore
+from optsched.night.bound import BOUND_TIME_LIMIT_S
 from optsched.service.kinds import KINDS, RUNNER, budget_s, solve_task, statuses_of
 from optsched.verify.placement import verify
 from optsched.verify.timeline import verify_timeline
@@ -31,7 +32,7 @@ def test_every_kind_is_registered_with_its_statuses():
 
 
 def test_every_kind_has_its_routes_in_the_openapi_document(tmp_path):
-    app = create_app({"DATABASE_URL": f"sqlite:///{tmp_path}/spec.db", "START_WORKERS": False})
+    app = create_app({"DATABASE_URL": f"sqlite:///{tmp_path}/spec.db", "START_WORKERS": False, "AUTH": "off"})
     try:
         operations = {op["operationId"]: path for path, item in app.api_doc["paths"].items() for op in item.values()}
     finally:
@@ -96,8 +97,9 @@ def test_each_kind_is_killed_only_past_its_own_wall_time_bound(tmp_path):
     swept, _ = store.create(data, kind="frontier", params={"budgets": None})
     given, _ = store.create(data, kind="frontier", params={"budgets": [1, 2]})
     assert budget_s(plan) == 3
-    assert budget_s(night) == 3 * (2 * 2 + 2)  # each job released and finished, start and end
-    assert budget_s(default_night) == 10 * 6  # plan_night's own per-event limit when the queue sets none
+    # each job released and finished, start and end; and the summary's bound (optsched.night.bound)
+    assert budget_s(night) == 3 * (2 * 2 + 2) + BOUND_TIME_LIMIT_S
+    assert budget_s(default_night) == 10 * 6 + BOUND_TIME_LIMIT_S  # plan_night's own limit when the queue sets none
     assert budget_s(swept) == 3 * (12 + 6 + 2)
     assert budget_s(given) == 3 * (2 + 2)
     store.close()

@@ -77,7 +77,7 @@ def baseline_kind() -> Iterator[KindSpec]:
 
 @pytest.fixture
 def app(baseline_kind, tmp_path):
-    app = create_app({"DATABASE_URL": f"sqlite:///{tmp_path}/kinds.db", "START_WORKERS": False})
+    app = create_app({"DATABASE_URL": f"sqlite:///{tmp_path}/kinds.db", "START_WORKERS": False, "AUTH": "off"})
     yield app
     shutdown(app)
 

@@ -179,7 +179,7 @@ def test_a_full_queue_answers_503_for_every_kind(make_app):
 
 
 def test_the_token_guards_the_new_routes(make_app):
-    client = make_app(API_TOKEN="s3cret").test_client()
+    client = make_app(API_TOKEN="s3cret-0123456789abcdef").test_client()
     for method, url in (
         ("post", "/v1/night-plans"),
         ("get", "/v1/night-plans/x"),
@@ -189,6 +189,6 @@ def test_the_token_guards_the_new_routes(make_app):
         ("get", "/v1/frontiers/x/plot.png"),
     ):
         problem(getattr(client, method)(url, json={}), 401)
-    good = {"Authorization": "Bearer s3cret"}
+    good = {"Authorization": "Bearer s3cret-0123456789abcdef"}
     assert client.post("/v1/night-plans", json=night_request(), headers=good).status_code == 202
     problem(client.get("/v1/frontiers/x/plot.png", headers=good), 404)

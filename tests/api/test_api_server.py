@@ -40,8 +40,10 @@ def server(
     """`optsched serve` in its own process group; killed (the whole group) however the test ends."""
     env = {**os.environ, "OPTSCHED_DATABASE_URL": f"sqlite:///{database}", "OPTSCHED_SYNC_WAIT_S": "2"}
     env.pop("OPTSCHED_API_TOKEN", None)
+    env["OPTSCHED_AUTH"] = "off"
     if token is not None:
         env["OPTSCHED_API_TOKEN"] = token
+        env["OPTSCHED_AUTH"] = "on"
     with log.open("ab") as out:
         process = subprocess.Popen(
             [str(OPTSCHED), "serve", "--port", str(port), "--workers", str(workers), "--threads", "8"],

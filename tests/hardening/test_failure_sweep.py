@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from optsched.schema.night import DeviceFailure, NightQueue, _failure_problems, devices_down_at_failures
 from optsched.schema.tolerances import TIME_TOL_HOURS
 from optsched.schema.workload import DeviceGroup, PowerLevel
+from optsched.service.kinds.night_plan import BOUND_TIME_LIMIT_S
 from optsched.verify.timeline import _down_at, down_spans
 from tests.support.factories import failure_queue
 
@@ -111,3 +112,24 @@ def test_ten_thousand_failures_are_checked_in_well_under_a_second_of_work():
 def test_the_failures_count_as_events():
     q = night([DeviceFailure(device="a", count=1, at_hours=1.0, repair_hours=1.0)] * 3)
     assert q.failure_events == 6
+
+
+def test_a_night_posted_with_many_failures_is_checked_quickly_and_its_failures_count_in_the_solve_budget(make_app):
+    # 1,000 failures took 6.9 s of the HTTP process (pairwise); each failure and its repair is an event the night
+    # re-plans at, so they count in the worst-case solve time like the jobs' releases and finishes do.
+    client = make_app().test_client()
+    queue = {"devices": [{"id": "g", "model": "A100-SXM", "count": 1000}],
+             "jobs": [{"id": "a", "work_hours": 1.0, "parallel_fraction": 0.9}],
+             "options": {"time_limit_s": 5.0},
+             "failures": [{"device": "g", "count": 1, "at_hours": i / 100, "repair_hours": 1.0} for i in range(1000)]}
+    body = {"queue": queue, "start": "2026-12-01T22:00", "hours": 12}
+    started = time.process_time()
+    refused = client.post("/v1/night-plans", json=body)
+    assert time.process_time() - started < 1.0
+    assert refused.status_code == 422, refused.get_json()
+    error = refused.get_json()["errors"][0]
+    assert error["path"] == "queue.options.time_limit_s" and "OPTSCHED_MAX_SOLVE_S" in error["message"]
+    # 5 s x (2 per failure x 1,000 + 2 for the job + start and end), plus the time limit of the summary's bound.
+    assert f"{5 * 2_004 + BOUND_TIME_LIMIT_S:,.0f} s" in error["message"]
+    queue["failures"] = queue["failures"][:100]  # 5 s x 204 events + the bound, within the default 3,600 s
+    assert client.post("/v1/night-plans", json=body).status_code == 202

@@ -28,9 +28,10 @@ def base(*jobs: dict, **extra) -> dict:
 
 @pytest.mark.parametrize(
     "bad",
-    [TAG_SPACE, " ", "\u3000", "train ", " train", "a\ufe0fb", "a\u3164b", "a\U000f0000b", "a\u0378b", "a\u2029b"],
+    [TAG_SPACE, " ", "\u3000", "train ", " train", "a\ufe0fb", "a\u3164b", "a\U000f0000b", "a\u0378b", "a\u2029b",
+     "a\u00a0b", "a\u3000b", "a\u2009b"],
     ids=["tag", "blank", "ideographic-blank", "trailing", "leading", "variation", "filler", "private", "unassigned",
-         "paragraph"],
+         "paragraph", "no-break-space", "ideographic-space", "thin-space"],
 )
 def test_invisible_and_blank_ids_are_refused_at_their_path(bad):
     with pytest.raises(ValueError):

@@ -9,12 +9,15 @@ import os
 import signal
 import socket
 import statistics
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import requests
 
+from api.headers import SERVER_HEADERS
 from tests.hardening.conftest import TOKEN
 from tests.support.server import LiveServer
 from tests.support.timing import loaded, past_deadline
@@ -60,6 +63,8 @@ def problem_of(response: bytes) -> tuple[int, dict]:
     head, _, body = response.partition(b"\r\n\r\n")
     status = int(head.split(b" ")[1])
     assert b"content-type: application/problem+json" in head.lower(), head
+    for name, value in SERVER_HEADERS.items():  # the security headers the app's own responses carry
+        assert f"{name}: {value}".lower().encode() in head.lower(), (name, head)
     document = json.loads(body)
     assert document["status"] == status and document["title"]
     return status, document
@@ -139,4 +144,45 @@ def test_a_killed_http_process_is_replaced_and_sigterm_stops_everything(tmp_path
         assert server.process.wait(20) == 0
         assert "starting another" in Path(server.log).read_text()
     finally:
+        server.kill()
+
+
+def test_sigterm_stops_the_server_within_seconds_under_load(tmp_path):
+    # The red team's SIGTERM did not stop a server drawing charts and answering 34 GETs within 10 s. Here: solves
+    # in flight, POSTs waiting for their solve, reads and probes on every thread, then SIGTERM.
+    from api.serve import GRACEFUL_STOP_S
+
+    server = LiveServer(database=tmp_path / "plans.db", log=tmp_path / "server.log", threads=4,
+                        env={"OPTSCHED_SYNC_WAIT_S": "30", "OPTSCHED_SYNC_WAIT_SLOTS": "3"})
+    workload = json.loads((Path(__file__).resolve().parents[2] / "models" / "workloads" / "demo.json").read_text())
+    workload["options"] = {"time_limit_s": 60.0, "mip_gap": 0.0}
+    stop = threading.Event()
+
+    def hammer(i: int) -> None:
+        with requests.Session() as s:
+            while not stop.is_set():
+                try:
+                    if i % 2:
+                        s.post(f"{server.base}/v1/plans", json=workload, timeout=5)
+                    else:
+                        s.get(f"{server.base}/v1/plans?limit=100", timeout=5)
+                        s.get(f"{server.base}/healthz", timeout=5)
+                except requests.RequestException:
+                    pass
+
+    try:
+        server.start()
+        with ThreadPoolExecutor(12) as pool:
+            for i in range(12):
+                pool.submit(hammer, i)
+            time.sleep(3)
+            started = time.monotonic()
+            os.kill(server.process.pid, signal.SIGTERM)
+            code = server.process.wait(30)
+            took = time.monotonic() - started
+            stop.set()
+        assert took < past_deadline(GRACEFUL_STOP_S, 1.0), (took, server.log_tail())
+        assert code == 0
+    finally:
+        stop.set()
         server.kill()

@@ -6,12 +6,12 @@ from datetime import datetime
 
 import pytest
 
-from optsched.baselines import easy, edf, fifo
+from optsched.baselines import conservative, easy, edf, fifo
 from optsched.night import NightPlan, plan_night
 from optsched.verify.timeline import verify_timeline
 
 START = datetime(2026, 12, 1, 22, 0)
-POLICIES = {"planner": plan_night, "fifo": fifo, "edf": edf, "easy": easy}
+POLICIES = {"planner": plan_night, "fifo": fifo, "edf": edf, "easy": easy, "conservative": conservative}
 
 
 def night_checked(queue, policy: str = "planner", *, hours: float = 8.0, **kwargs) -> NightPlan:

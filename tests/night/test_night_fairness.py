@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optsched.night import plan_night
-from optsched.night.fairness import night_fairness, progress_by_morning
+from optsched.night.fairness import night_fairness, progress_by_morning, progress_weights
 from optsched.night.planner import CANDIDATE_NAMES
 from optsched.schema.night import NightQueue as Queue
 from optsched.verify.timeline import verify_timeline
@@ -50,10 +50,17 @@ def test_without_teams_the_summary_lists_none():
 
 
 @pytest.mark.slow
-@given(night_queues(), st.sampled_from([["x"], ["x", "y"]]))
-def test_random_queues_report_team_shares_the_verifier_recomputes(queue, teams):
-    queue = {**queue, "jobs": [{**j, "team": teams[k % len(teams)]} for k, j in enumerate(queue["jobs"])]}
+@given(
+    night_queues(), st.sampled_from([["x"], ["x", "y"]]),
+    st.sampled_from(["weighted_speedup", "max_min_speedup", "team_max_min"]),
+    st.sampled_from(["progress", "finish_time"]),
+)
+def test_random_queues_report_team_shares_the_verifier_recomputes(queue, teams, objective, fairness):
+    # Every timeline verifies, its rho, team shares and fairness by morning recomputed by the verifier.
+    queue = {**queue, "jobs": [{**j, "team": teams[k % len(teams)]} for k, j in enumerate(queue["jobs"])],
+             "objective": objective, "night_fairness": fairness}
     plan = night_checked(queue, hours=8)
+    assert (plan.summary.fairness is None) == (objective == "weighted_speedup")
     ran = [t for t in plan.summary.teams if t.device_hours > 0]
     if ran:
         assert sum(t.device_hours_share for t in plan.summary.teams) == pytest.approx(1.0)
@@ -83,3 +90,63 @@ def test_progress_by_morning_counts_the_work_done_before_the_night_ends():
     plan = night_checked(queue, hours=2)
     assert progress_by_morning(plan.jobs, 2.0) == {"a": pytest.approx(0.5)}
     assert progress_by_morning(plan.jobs, 8.0) == {"a": pytest.approx(1.0)}
+
+
+def _two_teams(objective: str, night_fairness_: str = "progress") -> dict:
+    """8 devices; team par: three 40 h jobs with p = 1; team comm: two 12 h jobs with p = 0.6. Over an 8 h night
+    weighted shortest remaining time runs the par jobs one after the other on every device and comm last."""
+    return workload(
+        [device("g", "m", 8, [(300, 1.0)])],
+        [*(job(f"p{i}", work=40.0, p=1.0, team="par") for i in range(3)),
+         *(job(f"c{i}", work=12.0, p=0.6, team="comm") for i in range(2))],
+        objective=objective, night_fairness=night_fairness_,
+    )
+
+
+def test_each_event_milp_follows_the_fairness_objective_over_the_night():
+    weighted = night_checked(_two_teams("weighted_speedup"), hours=8, candidates=("milp",))
+    teams = night_checked(_two_teams("team_max_min"), hours=8, candidates=("milp",))
+    rho = night_checked(_two_teams("max_min_speedup", "finish_time"), hours=8, candidates=("milp",))
+    by_team = Queue.load(_two_teams("team_max_min"))
+    # Weighted: team comm does nothing by morning; the progress weights start it at once.
+    assert night_fairness(by_team, weighted.jobs, 8) == pytest.approx(0.0)
+    assert night_fairness(by_team, teams.jobs, 8) > 1.0
+    assert teams.summary.fairness == pytest.approx(night_fairness(by_team, teams.jobs, 8))
+    assert weighted.summary.fairness is None
+    # Finish-time weights lower the largest rho (2.3 under weighted, comm finishing last).
+    assert rho.summary.max_rho < 1.0 < weighted.summary.max_rho
+    assert rho.summary.max_rho <= teams.summary.max_rho + 1e-9
+
+
+def test_progress_weights_favour_whoever_is_furthest_behind_its_share():
+    queue = Queue.load(workload(
+        [device("g", "m", 2, [(100, 1.0)])],
+        [job("a", work=10.0, team="x"), job("b", work=10.0, weight=2.0, team="x"), job("c", work=20.0, team="y")],
+        objective="max_min_speedup",
+    ))
+    # x_a = 0.5, x_b = 0 (the floor 0.01 counts), x_c = 0.25: raw (x / w)^-2 / (W w) = 0.4, 500, 0.8.
+    weights = progress_weights(queue, [0, 1, 2], {0: 5.0, 1: 10.0, 2: 15.0})
+    assert weights == pytest.approx({0: 0.4 / 500, 1: 1.0, 2: 0.8 / 500})
+    # Teams with equal shares: X_x = (0.5 + 0) / 0.5 = 1, X_y = 0.25 / 0.5 = 0.5: y's job weighs (1/0.5)^2 / 20
+    # against x's 1 / 10 per unit of speedup.
+    teams = Queue.load({**queue.model_dump(mode="json"), "objective": "team_max_min"})
+    weights = progress_weights(teams, [0, 1, 2], {0: 5.0, 1: 10.0, 2: 15.0})
+    assert weights == pytest.approx({0: 0.5, 1: 0.5, 2: 1.0})
+
+
+def test_the_verifier_recomputes_rho_and_the_fairness_by_morning():
+    queue = workload(
+        [device("g", "m", 2, [(100, 1.0)])],
+        [job("a", work=4.0, p=1.0, team="x"), job("b", work=4.0, p=1.0, team="x"), job("c", work=1.0, team="y")],
+        objective="team_max_min",
+    )
+    plan = night_checked(queue, hours=3)
+    assert plan.summary.fairness is not None and plan.summary.max_rho is not None
+    for update, message in [
+        ({"fairness": plan.summary.fairness + 0.1}, "summary: fairness is"),
+        ({"max_rho": plan.summary.max_rho * 1.5}, "summary: max_rho is"),
+        ({"teams": (plan.summary.teams[0].model_copy(update={"worst_rho": 9.0}), *plan.summary.teams[1:])},
+         "reports worst rho 9.0"),
+    ]:
+        tampered = plan.model_copy(update={"summary": plan.summary.model_copy(update=update)})
+        assert any(message in p for p in verify_timeline(queue, tampered)), message

@@ -31,6 +31,7 @@ def test_every_baseline_timeline_verifies(first, second):
         night_checked(queue, "fifo")
         night_checked(queue, "edf")
         night_checked(queue, "easy")
+        night_checked(queue, "conservative")
 
 
 @settings(max_examples=15)

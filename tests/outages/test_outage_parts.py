@@ -35,9 +35,19 @@ def _app(database, redis, **config):
     from api import create_app
 
     app = create_app({"DATABASE_URL": database.url, "QUEUE_URL": redis.url, "QUEUE_NAME": f"q-{uuid.uuid4().hex[:8]}",
-                      "API_TOKEN": None, "SYNC_WAIT_S": 0, **config})
+                      "API_TOKEN": None, "AUTH": "off", "SYNC_WAIT_S": 0, **config})
     app.config["TESTING"] = True
     return app
+
+
+def _metrics(client) -> dict:
+    """/metrics as {(name, sorted labels): value} (prometheus_client's parser)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    answer = client.get("/metrics")
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(answer.get_data(as_text=True)) for sample in family.samples}
 
 
 def _assert_outage(answer, what: str) -> None:
@@ -49,8 +59,9 @@ def _assert_outage(answer, what: str) -> None:
     assert int(answer.headers["Retry-After"]) >= 1
 
 
-# Routes that need no database: documentation, static files, health, the login form.
-NO_DATABASE = ("static", "swagger.", "openapi", "docs", "health.", "viewer.asset", "viewer.login")
+# Routes that need no database: documentation, static files, health, the login form, /metrics (which says the
+# store is down, tested below).
+NO_DATABASE = ("static", "swagger.", "openapi", "docs", "health.", "viewer.asset", "viewer.login", "metrics")
 
 
 def _reads_and_deletes(app, resource_id: str) -> list[tuple[str, str]]:
@@ -96,6 +107,11 @@ def test_a_database_outage_is_a_503_with_retry_after_on_every_route_that_needs_i
             assert client.post("/v1/verify", json={"workload": small_workload(2), "plan": {}}).status_code != 503
             ready = client.get("/readyz")
             assert ready.status_code == 503 and "the database does not answer" in ready.get_json()["detail"]
+            metrics = _metrics(client)  # answers through the outage, and says so
+            assert metrics[("optsched_store_up", ())] == 0
+            assert sum(v for (name, _), v in metrics.items() if name == "optsched_store_errors_total") >= 1
+            assert metrics[("optsched_http_requests_total", (("method", "POST"), ("route", "/v1/plans"),
+                                                              ("status", "503")))] >= 1
         finally:
             own_database.allow()
 
@@ -122,6 +138,9 @@ def test_a_redis_outage_is_a_503_that_stores_nothing_and_readyz_names_redis(own_
         assert [p["id"] for p in client.get("/v1/plans").get_json()["items"]] == [created.get_json()["id"]]
         ready = client.get("/readyz")
         assert ready.status_code == 503 and "Redis (the solve queue) does not answer" in ready.get_json()["detail"]
+        metrics = _metrics(client)  # answers through the outage, and says so
+        assert metrics[("optsched_queue_up", ())] == 0 and metrics[("optsched_store_up", ())] == 1
+        assert ("optsched_queue_depth", ()) not in metrics
         cancelled = client.delete(created.headers["Location"])  # cancelled in the store; its horse sees it itself
         assert cancelled.status_code == 200 and cancelled.get_json()["status"] == "cancelled"
     finally:

@@ -30,6 +30,8 @@ def make_app(tmp_path) -> Iterator[Callable[..., Flask]]:
             "API_TOKEN": None,
             **config,
         }
+        # Without a token the app must be told to run without authentication (optsched.service.tenants).
+        settings.setdefault("AUTH", "on" if settings["API_TOKEN"] or settings.get("API_TOKENS") else "off")
         app = create_app(settings)
         app.config["TESTING"] = True
         apps.append(app)

@@ -32,7 +32,7 @@ def api_client(tmp_path_factory):
     folder = tmp_path_factory.mktemp("mutations")
     app = create_app(
         {"DATABASE_URL": f"sqlite:///{folder}/plans.db", "START_WORKERS": False, "SYNC_WAIT_S": 0,
-         "QUEUE_SIZE": 10_000_000, "API_TOKEN": None}
+         "QUEUE_SIZE": 10_000_000, "API_TOKEN": None, "AUTH": "off"}
     )
     yield app.test_client()
     shutdown(app)

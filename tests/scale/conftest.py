@@ -142,7 +142,7 @@ def rq_app(pg_url, redis_url, queue_name):
 
     app = create_app(
         {"DATABASE_URL": pg_url, "QUEUE_URL": redis_url, "QUEUE_NAME": queue_name, "SYNC_WAIT_S": 15,
-         "API_TOKEN": None, "SOLVE_GRACE_S": GRACE_S}
+         "API_TOKEN": None, "AUTH": "off", "SOLVE_GRACE_S": GRACE_S}
     )
     app.config["TESTING"] = True
     yield app

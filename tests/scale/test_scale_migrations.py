@@ -148,3 +148,33 @@ def test_the_revisions_are_packaged_so_an_installed_wheel_migrates():
     assert "script.py.mako" in setuptools["package-data"]["optsched.infra.migrations"]
     versions = root / "optsched" / "infra" / "migrations" / "versions"
     assert any(p.name.startswith(head_revision() + "_") for p in versions.glob("*.py"))
+
+
+def test_revision_0004_gives_rows_to_the_default_team_with_their_sizes_and_its_downgrade_keeps_one_key(fresh_url):
+    engine = create_engine(fresh_url)
+    moment = datetime(2026, 11, 1, tzinfo=UTC)
+    with engine.begin() as c:
+        command.upgrade(alembic_config(c), "0003")
+        c.execute(text("INSERT INTO plans (id, kind, status, verdict, workload, plan, idempotency_key, submitted_at, "
+                       "attempts) VALUES ('old', 'plan', 'finished', 'optimal', '{\"name\": \"w\"}', '{\"a\": 1}', "
+                       "'k', :t, 1)"), {"t": moment})
+    store = PlanStore(fresh_url)  # upgrades to the head
+    try:
+        old = store.get("old")
+        assert old.team == "default" and old.outcome == "optimal"
+        assert old.stored_bytes >= len('{"name":"w"}') + len('{"a":1}')  # measured by the migration
+        assert store.get_by_key("k", "default").id == "old" and store.get_by_key("k", "team-b") is None
+        theirs, created = store.create(tiny_workload(), "k", team="team-b")  # the same key, another team's
+        assert created and theirs.id != "old"
+        again, created = store.create(tiny_workload(), "k", team="team-b")
+        assert not created and again.id == theirs.id  # still unique within the team
+        assert schema_difference(store.engine) == []
+    finally:
+        store.close()
+    with engine.begin() as c:
+        command.downgrade(alembic_config(c), "0003")
+        keys = dict(c.execute(text("SELECT id, idempotency_key FROM plans")).all())
+    assert keys == {"old": "k", theirs.id: None}  # the oldest row keeps the key, the other stays without it
+    with engine.begin() as c:
+        command.upgrade(alembic_config(c), "head")  # and up again
+    engine.dispose()

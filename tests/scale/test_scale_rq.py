@@ -65,7 +65,7 @@ def gone(pid: int, timeout_s: float) -> bool:
 def test_the_queue_url_chooses_rq_and_without_it_the_embedded_pool_stays(tmp_path):
     from api import create_app, shutdown
 
-    base = {"DATABASE_URL": f"sqlite:///{tmp_path}/p.db", "START_WORKERS": False, "API_TOKEN": None}
+    base = {"DATABASE_URL": f"sqlite:///{tmp_path}/p.db", "START_WORKERS": False, "API_TOKEN": None, "AUTH": "off"}
     embedded = create_app(base)
     scaled = create_app({**base, "QUEUE_URL": "redis://127.0.0.1:6379/15", "QUEUE_NAME": "never-used"})
     try:
@@ -78,6 +78,7 @@ def test_the_queue_url_chooses_rq_and_without_it_the_embedded_pool_stays(tmp_pat
 
 
 def test_plans_and_frontiers_solve_on_workers_through_the_api(rq_client):
+    before = _metrics(rq_client)
     data = tiny_workload("rq")
     created = rq_client.post("/v1/plans", json=data)
     assert created.status_code == 201, created.get_json()
@@ -90,6 +91,23 @@ def test_plans_and_frontiers_solve_on_workers_through_the_api(rq_client):
     body = poll(rq_client, frontier.headers["Location"], 60)
     assert body["status"] == "done", body
     assert [p["budget_w"] for p in body["frontier"]["points"]] == [300, 500]
+
+    # Solved by work horses in other processes, and counted by the API's /metrics, which reads them from the store.
+    after = _metrics(rq_client)
+    for kind, outcome in (("plan", "optimal"), ("frontier", "done")):
+        key = ("optsched_solves_total", (("kind", kind), ("outcome", outcome)))
+        assert after.get(key, 0) - before.get(key, 0) == 1, (kind, outcome)
+    assert after[("optsched_workers", ())] == 2 and after[("optsched_queue_up", ())] == 1
+
+
+def _metrics(client) -> dict:
+    """/metrics as {(name, sorted labels): value} (prometheus_client's parser)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    answer = client.get("/metrics")
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(answer.get_data(as_text=True)) for sample in family.samples}
 
 
 def test_a_worker_killed_mid_solve_leaves_its_plan_to_another_and_no_process_behind(rq_app, rq_client, workers):
@@ -305,3 +323,24 @@ def test_submit_beyond_the_bound_raises_queue_full(private):
     with pytest.raises(QueueFull) as caught:
         bounded.submit(second.id)
     assert caught.value.retry_after_s >= 1
+
+
+def test_a_worker_pools_housekeeping_deletes_the_results_past_their_time_to_live(private, monkeypatch, tmp_path):
+    from optsched.infra.availability import Availability
+    from optsched.infra.rq.sweep import housekeeping
+
+    ctx, _ = private
+    monkeypatch.setattr(ctx, "result_ttl_s", 3_600.0)
+    monkeypatch.setattr(ctx, "spool_dir", tmp_path / "spool")
+    rows = {}
+    for age_s in (7_200, 60):
+        record, _ = ctx.store.create(tiny_workload())
+        claimed = ctx.store.claim(record.id)
+        ctx.store.finish(record.id, claimed.attempts, JobState.cancelled, error="stopped")
+        with ctx.store.engine.begin() as c:
+            c.execute(update(plans).where(plans.c.id == record.id).values(
+                finished_at=datetime.now(UTC) - timedelta(seconds=age_s)))
+        rows[age_s] = record.id
+    housekeeping(ctx, Availability("Redis"), Availability("the database"))  # what a pool runs every lease / 3
+    assert ctx.store.get(rows[7_200]) is None  # ended two hours ago, kept one: gone
+    assert ctx.store.get(rows[60]) is not None

@@ -56,7 +56,8 @@ def spec_with_links() -> dict[str, Any]:
     """The served /openapi.json of a server without a token: it carries the links from each created resource to
     the operations on its id (api/spec.py), which the stateful fuzzers follow."""
     with tempfile.TemporaryDirectory() as folder:
-        app = create_app({"DATABASE_URL": f"sqlite:///{folder}/spec.db", "START_WORKERS": False, "API_TOKEN": None})
+        app = create_app({"DATABASE_URL": f"sqlite:///{folder}/spec.db", "START_WORKERS": False, "API_TOKEN": None,
+                          "AUTH": "off"})
         try:
             return copy.deepcopy(app.test_client().get("/openapi.json").get_json())
         finally:

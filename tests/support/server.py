@@ -19,6 +19,8 @@ from pathlib import Path
 
 import requests
 
+# api/drawing.py names its drawing processes so (not imported from there: the harness imports no Flask app).
+CHART_PROCESS_NAME = "optsched-chart"
 # The repository root: the server runs where a user runs it (tests/ holds an `api` folder of its own).
 ROOT = Path(__file__).resolve().parents[2]
 OPTSCHED = Path(sys.executable).with_name("optsched")
@@ -56,6 +58,8 @@ class LiveServer:
         environment = {**os.environ, "OPTSCHED_DATABASE_URL": f"sqlite:///{self.database}", **self.env, **(env or {})}
         if "OPTSCHED_API_TOKEN" not in self.env and "OPTSCHED_API_TOKEN" not in (env or {}):
             environment.pop("OPTSCHED_API_TOKEN", None)
+        if not any(environment.get(name) for name in ("OPTSCHED_API_TOKEN", "OPTSCHED_API_TOKENS")):
+            environment.setdefault("OPTSCHED_AUTH", "off")  # a server without a token must say so (tenants)
         options = ["--port", str(self.port), "--workers", str(self.workers), "--threads", str(self.threads)]
         command = [*(self.command or [str(OPTSCHED), "serve"]), *options]
         with self.log.open("ab") as out:
@@ -168,6 +172,8 @@ def process_tree(root: int) -> dict[int, list[int]]:
 def _is_solver(pid: int) -> bool:
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+        if Path(f"/proc/{pid}/comm").read_text().strip() == CHART_PROCESS_NAME:
+            return False  # a chart's drawing process (api/drawing.py), spawned the same way
     except OSError:
         return False
     return b"multiprocessing.spawn" in cmdline or b"spawn_main" in cmdline

@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from redis import Redis
 
 from optsched.infra.availability import Availability
+from optsched.infra.retention import expire
 from optsched.infra.rq.context import WorkerContext
 from optsched.infra.rq.keys import QUEUE_OUTAGES, job_id, plan_id_of
 from optsched.infra.rq.spool import Spool, hold_spooled
@@ -114,7 +115,8 @@ def sweep(ctx: WorkerContext, *, clock: float | None = None) -> int:
 
 def housekeeping(ctx: WorkerContext, redis_state: Availability, database: Availability) -> None:
     """A worker pool's periodic chores, each waiting out an outage of its dependency: write the answers spooled on
-    this machine to the store, hold the leases of those the database has not taken yet, then `sweep`."""
+    this machine to the store, hold the leases of those the database has not taken yet, `sweep`, then delete the
+    results past their time-to-live (optsched.infra.retention)."""
     spool = Spool(ctx.spool_dir)
     try:
         spool.replay(ctx.store)
@@ -123,6 +125,7 @@ def housekeeping(ctx: WorkerContext, redis_state: Availability, database: Availa
     try:
         hold_spooled(ctx, spool)
         sweep(ctx)
+        expire(ctx.store, ctx.result_ttl_s)
     except DATABASE_OUTAGES as exc:
         database.failed(exc, "sweep")
         return

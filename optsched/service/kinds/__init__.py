@@ -8,6 +8,7 @@ spawned worker imports it by name.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -68,18 +69,33 @@ def final_statuses(spec: KindSpec) -> tuple[str, ...]:
 
 def solve_task(task: SolveTask) -> tuple[str, Any]:
     """Run the task's kind in a worker process: ("result", (verdict, document)), ("invalid", field errors) or
-    ("error", message); it never raises."""
+    ("error", message); it never raises. A result larger than OPTSCHED_MAX_RESULT_MB is an error saying so: it is
+    measured here, before it leaves the worker, so no queue stores it (nor half of it)."""
     try:
-        apply_solver_log(load_settings())
+        settings = load_settings()
+        apply_solver_log(settings)
         spec = kind(task.kind)
         result = spec.solve(task)
         verdict, document = spec.verdict(result), result.model_dump(mode="json", by_alias=True)
+        too_large = result_too_large(document, settings["MAX_RESULT_MB"], spec.noun)
     except InvalidWorkload as exc:
         return "invalid", [{"path": e.path, "message": e.message} for e in exc.errors]
     except Exception as exc:  # noqa: BLE001 - the worker reports every failure instead of dying
         log.exception("%s solve failed", task.kind)
         return "error", f"the {task.kind} solve failed: {type(exc).__name__}: {exc}"
+    if too_large is not None:
+        log.warning("%s result not stored: %s", task.kind, too_large)
+        return "error", too_large
     return "result", (verdict, document)
+
+
+def result_too_large(document: Any, max_mb: float, noun: str = "result") -> str | None:
+    """Why `document` is not stored (its JSON is above `max_mb` MB, OPTSCHED_MAX_RESULT_MB), or None."""
+    size = len(json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode())
+    if size <= max_mb * 1_000_000:
+        return None
+    return (f"the {noun}'s result is {size:,} bytes of JSON, above the limit of {max_mb:g} MB "
+            "(OPTSCHED_MAX_RESULT_MB); it was not stored: make the request smaller (fewer jobs, devices or points)")
 
 
 def budget_s(record: PlanRecord) -> float:
@@ -99,6 +115,6 @@ def runner(solve: SolveFunction = solve_task) -> Runner:
 RUNNER = runner()
 
 __all__ = [
-    "KINDS", "RUNNER", "KindSpec", "budget_s", "final_statuses", "kind", "register", "runner", "solve_task",
-    "statuses_of",
+    "KINDS", "RUNNER", "KindSpec", "budget_s", "final_statuses", "kind", "register", "result_too_large", "runner",
+    "solve_task", "statuses_of",
 ]

@@ -37,6 +37,9 @@ class Submission:
 # Checks a parsed request (`body`), its raw JSON, the server's settings and, for a kind with a parent, the parent's
 # record; raises InvalidWorkload (422) or Conflict (409), else returns what to store.
 Prepare = Callable[[Any, Any, Mapping[str, Any], PlanRecord | None], Submission]
+# Counts the raw JSON of a request (parsed JSON, not yet the request model) against the server's settings; raises
+# InvalidWorkload (422) when counting alone shows it too large, so the model never validates a huge list.
+Precount = Callable[[Any, Mapping[str, Any]], None]
 
 
 def _nothing_missing(result: Any) -> str | None:
@@ -101,7 +104,9 @@ class KindSpec:
     - `charts` are the PNGs it offers, `page` the viewer's template (None: the viewer links to its JSON);
     - `parent`: the kind whose finished resource a POST starts from (`/v1/<parent>/<id>/<collection>`), if any;
       `sync`: the POST waits up to OPTSCHED_SYNC_WAIT_S for the solve (201) and honours `Prefer: respond-async`;
-      `listed`: `GET /v1/<collection>` lists them; `limits`: the settings published on its request's fields.
+      `listed`: `GET /v1/<collection>` lists them; `limits`: the settings published on its request's fields;
+    - `precount(raw, settings)`, if given, runs on the POST's JSON before the request model parses it: counting
+      only, so a request too large by count costs no validation (a re-plan adding 40,000 jobs).
     """
 
     name: str
@@ -124,6 +129,7 @@ class KindSpec:
     sync: bool = False
     listed: bool = False
     limits: tuple[PublishedLimit, ...] = ()
+    precount: Precount | None = None
     # Resource fields read from the stored parameters (name -> (parameter, description)): a re-plan's parent.
     param_fields: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 

@@ -14,6 +14,7 @@ from optsched.charts import gantt_png, power_png
 from optsched.infra.queue import SolveTask
 from optsched.infra.store import PlanRecord
 from optsched.night import NightPlan, plan_night, validate_night
+from optsched.night.bound import BOUND_TIME_LIMIT_S
 from optsched.night.milp import NIGHT_TIME_LIMIT_S
 from optsched.schema.errors import InvalidWorkload
 from optsched.schema.limits import check_size
@@ -108,12 +109,15 @@ def verdict(result: NightPlan) -> str:
 
 def budget_s(workload: Document, params: Document) -> float:
     """One event solve's time limit per event the night can have: each job released and finished, each power
-    window starting and ending, the start and the end."""
+    window starting and ending, each device failure and its repair (NightQueue.failure_events), the start and the
+    end; and the time limit of the summary's bound."""
     options, power = workload.get("options"), workload.get("power")
     given = isinstance(options, dict) and "time_limit_s" in options
     per_event = time_limit_s(workload) if given else NIGHT_TIME_LIMIT_S
     windows = (power.get("windows") or []) if isinstance(power, dict) else []
-    return float(per_event * (2 * len(workload.get("jobs") or []) + 2 * len(windows) + 2))
+    failures = workload.get("failures") or []
+    events = 2 * len(workload.get("jobs") or []) + 2 * len(windows) + 2 * len(failures) + 2
+    return float(per_event * events + BOUND_TIME_LIMIT_S)
 
 
 def prepare(body: NightPlanRequest, raw: Any, settings: Mapping[str, Any], parent: PlanRecord | None) -> Submission:

@@ -7,15 +7,30 @@ from typing import Any
 
 from optsched.infra.queue import SolveTask
 from optsched.infra.store import PlanRecord
-from optsched.replan import Change, Replan, apply_change, replan
+from optsched.replan import Change, InvalidChange, Replan, check_change, check_growth, replan
+from optsched.schema.errors import FieldError
 from optsched.schema.plan import Status
 from optsched.schema.workload import Workload
-from optsched.service.kinds.base import Conflict, Document, KindSpec, Submission, Texts, time_limit_s
+from optsched.service.kinds.base import (
+    Conflict,
+    Document,
+    KindSpec,
+    Submission,
+    Texts,
+    check_solve_budget,
+    time_limit_s,
+)
+from optsched.service.settings import limits_of, load_settings
 
 
 def solve(task: SolveTask) -> Replan:
+    """The re-plan, held again to the server's size limits: the worker checks the changed workload it derives
+    before it builds anything, whatever was stored (a row written by an older server, or edited)."""
     document = task.workload
-    return replan(document["workload"], document["plan"], document["change"], threads=task.threads)
+    return replan(
+        document["workload"], document["plan"], document["change"], threads=task.threads,
+        limits=limits_of(load_settings()),
+    )
 
 
 def verdict(result: Replan) -> str:
@@ -28,15 +43,38 @@ def budget_s(document: Document, params: Document) -> float:
     return 2 * time_limit_s(document.get("workload") if isinstance(document, dict) else None)
 
 
+def precount(raw: Any, settings: Mapping[str, Any]) -> None:
+    """Every added job is a job of the changed workload: more added jobs than OPTSCHED_MAX_JOBS are refused at
+    `add_jobs` by counting them, before the change is parsed (prepare counts kept + added exactly)."""
+    added = raw.get("add_jobs") if isinstance(raw, dict) else None
+    if isinstance(added, list) and len(added) > settings["MAX_JOBS"]:
+        raise InvalidChange([FieldError("add_jobs", (
+            f"the changed workload is too large: {len(added):,} added jobs, above the limit of "
+            f"{settings['MAX_JOBS']:,} (OPTSCHED_MAX_JOBS)"
+        ))])
+
+
 def prepare(body: Change, raw: Any, settings: Mapping[str, Any], parent: PlanRecord | None) -> Submission:
-    """The parent must be final with a plan; the change is checked against its workload (InvalidChange: 422)."""
+    """The parent must be final with a plan; the changed workload is held to the limits a plan's workload is.
+
+    First by counting (jobs kept + added, x the fleet's power levels, against OPTSCHED_MAX_JOBS and
+    OPTSCHED_MAX_VARIABLES: 40,000 added jobs are refused before anything is built), then every check the worker's
+    re-plan makes before it solves (check_change: the change against the workload and the plan, a pin of a job
+    the plan does not run at `pin[i]`, repairs beyond a group's original count, the changed workload against every
+    size limit, OPTSCHED_MAX_DEVICES among them), then its worst-case solve time (OPTSCHED_MAX_SOLVE_S); each a
+    422 naming the field of the change."""
     if parent is None:
         raise Conflict("a re-plan starts from a plan; POST it to /v1/plans/{id}/replans")
     if parent.plan is None or parent.workload is None or not parent.status.final:
         raise Conflict(f"plan {parent.id!r} is {parent.outcome} and has no plan to re-plan from")
-    # The raw document, not `body`: apply_change also checks what the model alone cannot (ids listed twice).
-    apply_change(Workload.load(parent.workload), raw)
-    return Submission({"workload": parent.workload, "plan": parent.plan, "change": raw}, {"parent": parent.id})
+    limits = limits_of(settings)
+    before = Workload.load(parent.workload)
+    check_growth(before, body, limits)
+    # The raw document, not `body`: Change.load also checks what the model alone cannot (ids listed twice).
+    after = check_change(before, parent.plan, raw, limits=limits)
+    document = {"workload": parent.workload, "plan": parent.plan, "change": raw}
+    check_solve_budget(SPEC, {"workload": after.model_dump(mode="json")}, {}, settings["MAX_SOLVE_S"], path="workload")
+    return Submission(document, {"parent": parent.id})
 
 
 SPEC = KindSpec(
@@ -53,6 +91,7 @@ SPEC = KindSpec(
     budget_s=budget_s,
     verdicts=tuple(s.value for s in Status),
     prepare=prepare,
+    precount=precount,
     page="replan.html",
     parent="plan",
     param_fields={"parent": ("parent", "The id of the plan this re-plans.")},

@@ -3,6 +3,7 @@ duals and its integer solve in HiGHS."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from functools import cached_property
 
@@ -14,10 +15,16 @@ from optsched.solve.bound import Relaxation
 from optsched.solve.extract import Counts
 from optsched.solve.highs import Outcome, new_highs, run_highs
 
+log = logging.getLogger(__name__)
+
 Consider = Callable[[Counts], None]
 Column = tuple[tuple[int, int], ...]  # ((kept level, devices), ...) of one job
 # A column whose reduced profit is within this share of its value from 0 counts as used (it may re-enter soon).
 REDUCED_KEEP = 0.01
+# An LP value within this of 1 counts as integral; a rounded plan may exceed a budget by this share (the verifier's
+# own tolerance is wider; the planner's feasibility check has the last word).
+INTEGRAL_TOL = 1e-6
+WATT_TOL = 1e-9
 
 
 class ColumnMaster:
@@ -108,9 +115,9 @@ class ColumnMaster:
 
     def add_counts(self, counts: Counts) -> int:
         """Every placed job's allocation in `counts` as a column (a plan's columns keep it reachable)."""
-        return self.add(self._columns_in(counts))
+        return self.add(self.columns_in(counts))
 
-    def _columns_in(self, counts: Counts) -> list[tuple[int, Column]]:
+    def columns_in(self, counts: Counts) -> list[tuple[int, Column]]:
         """Each placed job of `counts` with its allocation as a column."""
         per_job: dict[int, list[tuple[int, int]]] = {}
         for (j, g, lv), n in counts.items():
@@ -142,7 +149,7 @@ class ColumnMaster:
         plan: the integer master starts from it). Returns how many went; the rest keep their order."""
         gone = self.idle > after
         if keep is not None:
-            for key in self._columns_in(keep):
+            for key in self.columns_in(keep):
                 at = self.index.get(key)
                 if at is not None:
                     gone[at] = False
@@ -194,26 +201,31 @@ class ColumnMaster:
 
     def solve_mip(
         self, deadline: float, gap: float, start: Counts | None, consider: Consider, threads=None,
-        keep: np.ndarray | None = None,
+        keep: np.ndarray | None = None, fix: np.ndarray | None = None,
     ):
         """The integer master over the columns so far (only those in `keep`, when given, with the rest fixed at
-        0); it starts from `start`, whose columns join the master; each improving solution goes to `consider`."""
+        0; those in `fix` fixed at 1); it starts from `start`, whose columns join the master; each improving
+        solution goes to `consider`."""
         if self.broken:
             return None
         chosen = None
         if start is not None:
-            placed = self._columns_in(start)
+            placed = self.columns_in(start)
             self.add(placed)
             chosen = [self.index[key] for key in placed]
         n = len(self.columns)
         every = np.arange(n, dtype=np.int32)
         h = self.h
         h.changeColsIntegrality(n, every, np.ones(n, dtype=np.uint8))
-        if keep is not None:
-            keep = np.concatenate((keep, np.ones(n - len(keep), dtype=bool)))
+        bounded = keep is not None or fix is not None
+        if bounded:
+            # Columns added since the masks were made (the start's) are free.
+            keep = np.concatenate((np.ones(0, dtype=bool) if keep is None else keep, np.ones(n, dtype=bool)))[:n]
             if chosen is not None:
                 keep[chosen] = True
-            h.changeColsBounds(n, every, np.zeros(n), keep.astype(np.float64))
+            fixed = np.concatenate((np.zeros(0, dtype=bool) if fix is None else fix, np.zeros(n, dtype=bool)))[:n]
+            keep |= fixed
+            h.changeColsBounds(n, every, fixed.astype(np.float64), keep.astype(np.float64))
         warm = None
         if chosen is not None:
             x = np.zeros(n)
@@ -226,16 +238,74 @@ class ColumnMaster:
 
         result = run_highs(
             h, wall_deadline=deadline, mip_gap=gap, threads=threads, warm_start=warm, on_poll=on_poll,
-            presolve=keep is not None,
+            presolve=bounded,
         )
         self.broken = result.abandoned
         if not result.abandoned:
             h.changeColsIntegrality(n, every, np.zeros(n, dtype=np.uint8))
-            if keep is not None:
+            if bounded:
                 h.changeColsBounds(n, every, np.zeros(n), np.ones(n))
         if result.values is not None:
             consider(self.counts(result.values))
         return result
+
+    # -- the LP's integer neighbourhood -------------------------------------------------------------------------
+
+    def usage(self, column: Column) -> tuple[dict[int, int], np.ndarray]:
+        """A column's devices per group and extra watts per budget (its rows in the master)."""
+        devices: dict[int, int] = {}
+        watts = np.zeros(self.budget_rows)
+        for k, n in column:
+            g = int(self.a.level_group[k])
+            devices[g] = devices.get(g, 0) + n
+            watts += n * self.extra[k] * self.member[g]
+        return devices, watts
+
+    def integral(self) -> np.ndarray:
+        """The columns the last LP holds at 1 (INTEGRAL_TOL): with a few dozen coupling rows, nearly every job's."""
+        return self.lp_x >= 1.0 - INTEGRAL_TOL
+
+    def rounded(self) -> Counts | None:
+        """The last LP solution rounded to a (partial) plan: the must-run jobs' columns, then the others', each by
+        LP value, largest first, each taken if its job has none yet and it fits the devices and watts left; then
+        a must-run job without one takes its smallest column that fits. With the must-run jobs first, the LP's
+        integral columns of the others may not all fit; a must-run job may find no room at all (the caller
+        completes the plan, optsched.solve.construct). None without an LP solution."""
+        if len(self.lp_x) == 0 or len(self.members) != self.jobs:
+            return None
+        devices_left = self.a.count.astype(np.int64).copy()
+        watts_left = self.headroom.copy()
+        taken: dict[int, int] = {}
+
+        def take(c: int) -> bool:
+            devices, watts = self.usage(self.columns[c])
+            if any(devices_left[g] < n for g, n in devices.items()):
+                return False
+            if np.any(watts > watts_left + WATT_TOL * np.maximum(1.0, np.abs(watts_left))):
+                return False
+            for g, n in devices.items():
+                devices_left[g] -= n
+            watts_left[:] -= watts
+            taken[self.column_job[c]] = c
+            return True
+
+        used = np.flatnonzero(self.lp_x > INTEGRAL_TOL)
+        must = self.a.must[np.asarray(self.column_job, dtype=np.int64)[used]]
+        for c in used[np.lexsort((-self.lp_x[used], ~must))].tolist():
+            if self.column_job[c] not in taken:
+                take(c)
+        missing = [j for j in np.flatnonzero(self.a.must).tolist() if j not in taken]
+        if missing:
+            of_job: dict[int, list[int]] = {}
+            for c, j in enumerate(self.column_job):
+                of_job.setdefault(j, []).append(c)
+            for j in missing:
+                # Its columns that hold fewest devices first (the most room left for the others).
+                options = sorted(of_job.get(j, []), key=lambda c: sum(n for _, n in self.columns[c]))
+                any(take(c) for c in options)
+        x = np.zeros(len(self.columns))
+        x[list(taken.values())] = 1.0
+        return self.counts(x)
 
     # -- prices ----------------------------------------------------------------------------------------------
 
