@@ -420,7 +420,7 @@ class ClassResult(_Output):
     )
     method_detail: str = Field(
         description="'exact: <formula>' (a closed form, or the exact engine with its law and truncated mass), "
-        "'approximation: <name>; error on the benchmark ...; exact engine: <why not>' or 'simulation: ...'."
+        "'approximation: <name>; error measured ...; exact engine: <why not>' or 'simulation: ...'."
     )
     target_response_hours: float | None = None
     meets_target: bool | None = Field(default=None, description="None without a target or when unstable.")

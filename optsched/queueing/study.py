@@ -84,7 +84,7 @@ DRIFT_WIDTHS = 2.0
 DRIFT_RTOL = 0.1
 
 # The exact check of the cap choice: candidates whose fast figures are within this ratio of every target, at most
-# this many (the approximation's error on the benchmark is below 30 % of the response).
+# this many (the approximation's error measured in issue 29 is below 30 % of the response).
 CANDIDATE_MARGIN = 1.3
 MAX_EXACT_CANDIDATES = 20
 
