@@ -156,7 +156,9 @@ def queueing_command(
     png: Annotated[Path | None, typer.Option("--png", help="Write the power-response front plot here.")] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Simulation seed.")] = 0,
     replications: Annotated[int, typer.Option("--replications", min=2, help="Simulation replications.")] = 10,
-    jobs: Annotated[int, typer.Option("--jobs", min=100, help="Simulated arrivals per replication.")] = 10_000,
+    jobs: Annotated[
+        int, typer.Option("--jobs", min=100, help="Least simulated arrivals per replication (doubled to +-5 %).")
+    ] = 10_000,
 ) -> None:
     """Power vs response time of STUDY's priority classes: exit 0 when stable and every target is met, 1 when
     unstable or no caps meet the targets, 2 for invalid input."""

@@ -38,6 +38,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from optsched.queueing.phasetype import Law
 from optsched.queueing.schema import Discipline
 
 EXACT_MMC = "exact: Erlang C (M/M/c)"
@@ -54,12 +55,14 @@ EQUAL_MEANS_RTOL = 1e-12
 
 @dataclass(frozen=True, slots=True)
 class QueueClass:
-    """One class: priority level (0 = served first), Poisson rate (1/h), service mean (h) and scv."""
+    """One class: priority level (0 = served first), Poisson rate (1/h), service mean (h), scv and law (the
+    closed forms and the approximation read only the mean and scv; the exact engine and the simulation the law)."""
 
     level: int
     rate: float
     mean: float
     scv: float
+    law: Law = Law.gamma
 
     @property
     def second_moment(self) -> float:
@@ -68,11 +71,14 @@ class QueueClass:
 
 @dataclass(frozen=True, slots=True)
 class ClassMeans:
-    """Mean wait and response (hours) of one class, and which formula gave them."""
+    """Mean wait and response (hours) of one class, and which formula gave them; the exact engine also gives the
+    mean number in system and the probability mass its truncation left out."""
 
     wait: float
     response: float
     detail: str
+    number_in_system: float | None = None
+    truncated_mass: float | None = None
 
 
 def erlang_c(c: int, a: float) -> float:

@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from optsched.queueing.phasetype import Law, law_problem
 from optsched.schema.errors import FieldError, InvalidStudy
 from optsched.schema.limits import check_document
 from optsched.schema.workload import (
@@ -81,6 +82,18 @@ class _Input(BaseModel):
 class WorkDistribution(_Input):
     mean: Hours = Field(description="Mean work of a job, in hours on one reference device (speed 1.0).")
     scv: Scv = Field(description="Squared coefficient of variation of the work (1 = exponential, 0 = constant).")
+    distribution: Law = Field(
+        default=Law.gamma,
+        description="The work's law at this mean and scv: gamma (any scv), hyperexponential (two phases, balanced "
+        "means; scv >= 1), erlang (scv = 1/k, k = 1..32) or exponential (scv = 1). Both methods use it.",
+    )
+
+    @model_validator(mode="after")
+    def law_fits(self) -> WorkDistribution:
+        problem = law_problem(self.distribution, self.scv)
+        if problem:
+            raise _StudyProblems([FieldError("distribution", problem)])
+        return self
 
 
 class StudyClass(_Input):
@@ -323,7 +336,8 @@ def _field_errors(exc: ValidationError) -> list[FieldError]:
     for err in exc.errors(include_url=False):
         cause = (err.get("ctx") or {}).get("error")
         if isinstance(cause, _StudyProblems):
-            out.extend(cause.problems)
+            at = _json_path(err["loc"])
+            out.extend(FieldError(_join(at, p.path), p.message) if at else p for p in cause.problems)
         elif (
             err["type"] == "too_short"
             and isinstance(err.get("input"), (list, tuple))
@@ -398,7 +412,16 @@ class ClassResult(_Output):
     response_half_width_hours: float | None = Field(
         default=None, description="95 % confidence half-width (simulation)."
     )
-    method_detail: str = Field(description="'exact: <formula>', 'approximation: <name>' or 'simulation: ...'.")
+    mean_number_in_system: float | None = Field(
+        default=None, description="Mean jobs of the class waiting or in service (Little: rate x mean response)."
+    )
+    truncated_mass: float | None = Field(
+        default=None, description="Exact engine: probability mass its truncated chain leaves out (estimated)."
+    )
+    method_detail: str = Field(
+        description="'exact: <formula>' (a closed form, or the exact engine with its law and truncated mass), "
+        "'approximation: <name>; error measured ...; exact engine: <why not>' or 'simulation: ...'."
+    )
     target_response_hours: float | None = None
     meets_target: bool | None = Field(default=None, description="None without a target or when unstable.")
 
@@ -410,13 +433,30 @@ class FrontPoint(_Output):
     weighted_response_hours: float = Field(description="Arrival-weighted mean response over all classes.")
     response_hours: dict[str, float]
     meets_targets: bool
+    exact: bool = Field(
+        default=False,
+        description="Whether every class's figures are exact (closed form or the exact engine); else the "
+        "approximation's, where the study's exact time ran out or the chain was too large.",
+    )
 
 
 class SimulationInfo(_Output):
     library: str
     replications: int
-    jobs_per_replication: int = Field(description="Expected arrivals simulated per replication, warm-up included.")
-    warmup_fraction: float = Field(description="Share of each replication's arrivals deleted as warm-up.")
+    jobs_per_replication: int = Field(
+        description="Expected arrivals simulated per replication, warm-up included (of the last, longest run)."
+    )
+    warmup_fraction: float = Field(description="Mean share of each replication's time deleted as warm-up.")
+    warmup: str = Field(default="MSER-5", description="How the warm-up was chosen: MSER-5 per replication, or fixed.")
+    warmup_at_limit: int = Field(
+        default=0, description="Replications whose MSER-5 warm-up reached the end of its search (not settled)."
+    )
+    censored_jobs: int = Field(default=0, description="Measured arrivals still in the system when the run ended.")
+    relative_half_width: float = Field(
+        default=0.05, description="The response half-width asked, as a share of each class's mean."
+    )
+    precision_met: bool = Field(default=True, description="Whether every class's interval is as narrow as asked.")
+    doublings: int = Field(default=0, description="Times the replications were run again, twice as long.")
     seed: int
     service_distribution: str
     preemption: str | None

@@ -6,17 +6,28 @@ parameters of its public `create_network` API, not code of ours; with simpy the 
 interruption bookkeeping would all be ours to write and to get wrong.
 
 Model, per replication r (independent seeds from numpy's SeedSequence(seed)):
-- Poisson arrivals of each class; service times gamma with the class's mean m and scv (shape 1/scv, scale m scv;
-  a constant m when scv = 0). Gamma because at scv = 1 it is exactly the exponential, so the closed-form checks
-  run the very code path that non-exponential studies use.
+- Poisson arrivals of each class; service times of the class's declared law (`work_hours.distribution`): gamma
+  (shape 1/scv, scale m scv; a constant m when scv = 0), two-phase hyperexponential with balanced means, Erlang,
+  or exponential, each with the class's mean m and scv: the law the exact engine runs on (for gamma, the engine
+  runs on a three-moment phase-type fit of it).
 - Preemptive discipline: ciw's "resume" (a preempted job later continues with the service it had left): that is
   the preemptive-resume discipline of the analytic formulas, and what a checkpointed training job does. With
   "resample" a preempted job would draw a new size, which changes the work distribution unless it is exponential.
-- The run lasts H = jobs_per_replication / (total arrival rate) hours plus a 10 % tail; jobs arriving in
-  [warmup_fraction H, H] are measured (earlier ones are the warm-up, deleted), so jobs still in service at H
-  finish in the tail. Utilisation is the class's service time inside [warmup_fraction H, H] over c times its length.
+- The run lasts H = jobs_per_replication / (total arrival rate) hours plus a tail of TAIL_FRACTION H; jobs
+  arriving in [w, H] are measured, so jobs still in service at H finish in the tail (those that do not are
+  counted, `censored`). The warm-up is detected by MSER-5 (White 1997; White, Cobb & Spratt 2000: the truncation
+  of the batch means of 5 responses, in arrival order, that minimises their squared error over the square of what
+  is kept, searched over the first half) on the replications' average response by arrival index (one replication
+  alone would be cut after its excursions and so biased low), the same number of arrivals deleted in each; or a
+  fixed warmup_fraction H when given. A truncation at the end of the searched half means the queue did not
+  settle (`warmup_at_limit`).
+  Utilisation is the class's service time inside [w, H] over c times its length.
 - Each replication gives one mean per class; the estimate is their average and the half-width
   t(0.975, R - 1) s / sqrt(R).
+- Length: replications of `jobs_per_replication` jobs; while some class's response half-width is above
+  `relative_half_width` of its mean and twice the jobs stay within `max_jobs_per_replication`, the replications
+  are run again, twice as long (new seeds); the last run's estimates are returned with whether the precision
+  was reached.
 - Each replication also gives its drift: the mean response of the jobs arriving in the second half of the
   measured window minus that of the first half. A queue that has not settled (near saturation, its relaxation
   time longer than the run) keeps filling up, so its drift is positive beyond noise and its means are not
@@ -28,6 +39,7 @@ run, so a caller's random state is left as it was. Not thread-safe for that reas
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import random
@@ -39,13 +51,22 @@ import ciw
 import numpy as np
 
 from optsched.queueing.analytic import QueueClass
+from optsched.queueing.phasetype import Law
 from optsched.queueing.schema import Discipline
 
 logger = logging.getLogger(__name__)
 
 PREEMPTION = "resume"
-SERVICE_DISTRIBUTION = "gamma (shape 1/scv, scale mean*scv); constant when scv = 0"
-TAIL_FRACTION = 0.1
+SERVICE_DISTRIBUTION = {
+    Law.gamma: "gamma (shape 1/scv, scale mean*scv); constant when scv = 0",
+    Law.hyperexponential: "two-phase hyperexponential, balanced means",
+    Law.erlang: "Erlang (1/scv phases)",
+    Law.exponential: "exponential",
+}
+TAIL_FRACTION = 0.25
+MSER_BATCH = 5
+# A run whose response half-width is above this share of its mean is run again twice as long (within the budget).
+RELATIVE_HALF_WIDTH = 0.05
 # Two-sided 95 % Student t quantiles t(0.975, df) for df = 1..30; past 30 the Cornish-Fisher expansion.
 T_975 = (
     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
@@ -78,6 +99,13 @@ class SimulationRun:
     classes: tuple[SimulatedClass, ...]
     drift: Estimate
     response: Estimate  # all classes, the scale the drift is read against
+    jobs_per_replication: int = 0  # of the run returned (the last, longest)
+    replications: int = 0
+    warmup_fraction: float = 0.0  # mean over replications of the warm-up deleted, as a share of H
+    warmup_at_limit: int = 0  # replications whose MSER-5 truncation reached the end of the searched half
+    censored: int = 0  # measured arrivals still in the system at the end of the tail
+    precision_met: bool = True  # every class's response half-width within relative_half_width of its mean
+    doublings: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +122,15 @@ class _Halves:
 
     first: float | None
     second: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Replication:
+    sums: list[_Sums]
+    halves: _Halves
+    warmup: float  # hours deleted
+    at_limit: bool
+    censored: int
 
 
 def t_quantile_975(df: int) -> float:
@@ -123,29 +160,59 @@ def simulate(
     seed: int = 0,
     replications: int = 10,
     jobs_per_replication: int = 10_000,
-    warmup_fraction: float = 0.2,
+    warmup_fraction: float | None = None,
+    relative_half_width: float = RELATIVE_HALF_WIDTH,
+    max_jobs_per_replication: int | None = None,
 ) -> SimulationRun:
     """Per-class estimates of mean wait, mean response and utilisation, in input order (stable queues only), and
-    the run's drift, which tells whether the queue settled within the run."""
+    the run's drift, warm-up and precision, which tell whether the queue settled and the interval is as narrow
+    as asked (see the module's docstring for the doubling)."""
     if replications < 2:
         raise ValueError("replications must be at least 2 for a confidence interval")
-    if not 0 <= warmup_fraction < 1:
+    if warmup_fraction is not None and not 0 <= warmup_fraction < 1:
         raise ValueError("warmup_fraction must be in [0, 1)")
+    most = max(jobs_per_replication, max_jobs_per_replication or jobs_per_replication)
+    jobs, doublings = jobs_per_replication, 0
+    root = np.random.SeedSequence(seed)
+    while True:
+        run = _run(classes, c, discipline, root.spawn(1)[0], replications, jobs, warmup_fraction)
+        precise = all(
+            k.response.mean is not None
+            and k.response.half_width is not None
+            and k.response.half_width <= relative_half_width * k.response.mean
+            for k in run.classes
+        )
+        if precise or 2 * jobs > most:
+            break
+        jobs, doublings = 2 * jobs, doublings + 1
+    logger.debug("simulation: %d doublings, %d jobs per replication, precise %s", doublings, jobs, precise)
+    return dataclasses.replace(run, precision_met=precise, doublings=doublings)
+
+
+def _run(
+    classes: Sequence[QueueClass], c: int, discipline: Discipline, seeds_from: np.random.SeedSequence,
+    replications: int, jobs_per_replication: int, warmup_fraction: float | None,
+) -> SimulationRun:
     total_rate = sum(k.rate for k in classes)
     horizon = jobs_per_replication / total_rate
-    seeds = np.random.SeedSequence(seed).generate_state(replications)
+    seeds = seeds_from.generate_state(replications)
     saved_random, saved_rng = random.getstate(), getattr(ciw, "rng", None)
     try:
-        runs = [
-            _replication(classes, c, discipline, int(s), horizon, warmup_fraction * horizon) for s in seeds
-        ]
+        raw = [_simulated(classes, c, discipline, int(s), horizon) for s in seeds]
     finally:
         random.setstate(saved_random)
         if saved_rng is not None:
             ciw.rng = saved_rng
+    if warmup_fraction is None:
+        cut, at_limit = ensemble_warmup(raw)
+        warmups = [r.order[cut][1] if cut < len(r.order) else horizon for r in raw]
+    else:
+        at_limit = False
+        warmups = [warmup_fraction * horizon] * len(raw)
+    runs = [_measured(r, len(classes), c, horizon, w, at_limit) for r, w in zip(raw, warmups, strict=True)]
     out = []
     for i in range(len(classes)):
-        sums = [sums[i] for sums, _ in runs]
+        sums = [r.sums[i] for r in runs]
         out.append(
             SimulatedClass(
                 wait=_estimate([s.wait / s.jobs for s in sums if s.jobs]),
@@ -154,13 +221,49 @@ def simulate(
                 jobs=sum(s.jobs for s in sums),
             )
         )
-    drifts = [h.second - h.first for _, h in runs if h.first is not None and h.second is not None]
-    totals = [(sum(x.response for x in sums), sum(x.jobs for x in sums)) for sums, _ in runs]
+    h = [r.halves for r in runs]
+    drifts = [x.second - x.first for x in h if x.first is not None and x.second is not None]
+    totals = [(sum(x.response for x in r.sums), sum(x.jobs for x in r.sums)) for r in runs]
     return SimulationRun(
         classes=tuple(out),
         drift=_estimate(drifts),
         response=_estimate([response / jobs for response, jobs in totals if jobs]),
+        jobs_per_replication=jobs_per_replication,
+        replications=len(runs),
+        warmup_fraction=math.fsum(r.warmup for r in runs) / len(runs) / horizon,
+        warmup_at_limit=sum(r.at_limit for r in runs),  # all or none: one ensemble warm-up
+        censored=sum(r.censored for r in runs),
     )
+
+
+def ensemble_warmup(raw: Sequence[_Raw]) -> tuple[int, bool]:
+    """MSER-5 on the replications' average response by arrival index (the i-th arrival of each, up to the
+    shortest): the average keeps the start-up transient and averages out the excursions, which MSER-5 on one
+    replication would cut (and so bias the mean low)."""
+    n = min(len(r.order) for r in raw)
+    if n == 0:
+        return 0, False
+    average = np.mean([[job[2] for job in r.order[:n]] for r in raw], axis=0)
+    return mser5(average)
+
+
+def mser5(values: np.ndarray) -> tuple[int, bool]:
+    """MSER-5: the number of leading values to delete (a multiple of 5) and whether the minimum is at the end of
+    the searched first half (no steady state within the run)."""
+    m = len(values) // MSER_BATCH
+    if m < 4:
+        return 0, False
+    z = values[: m * MSER_BATCH].reshape(m, MSER_BATCH).mean(axis=1)
+    # For d = 0..m-1: the kept batches z[d:], their count, sum and sum of squares (suffix sums).
+    rev = z[::-1]
+    count = np.arange(1, m + 1)[::-1].astype(float)
+    total = np.cumsum(rev)[::-1]
+    squares = np.cumsum(rev * rev)[::-1]
+    sse = squares - total * total / count
+    half = m // 2
+    stat = sse[: half + 1] / count[: half + 1] ** 2
+    d = int(np.argmin(stat))
+    return d * MSER_BATCH, d >= half - 1
 
 
 def _estimate(values: list[float]) -> Estimate:
@@ -179,14 +282,33 @@ def _class_name(i: int) -> str:
 
 
 def _service(k: QueueClass) -> ciw.dists.Distribution:
+    """The class's declared law at its mean and scv (optsched.queueing.phasetype has the same laws' parameters)."""
     if k.scv == 0:
         return ciw.dists.Deterministic(k.mean)
+    if k.law == Law.exponential:
+        return ciw.dists.Exponential(1.0 / k.mean)
+    if k.law == Law.erlang:
+        phases = round(1.0 / k.scv)
+        return ciw.dists.Erlang(rate=phases / k.mean, num_phases=phases)
+    if k.law == Law.hyperexponential and k.scv > 1.0:
+        p = (1.0 + math.sqrt((k.scv - 1.0) / (k.scv + 1.0))) / 2.0
+        return ciw.dists.HyperExponential(rates=[2.0 * p / k.mean, 2.0 * (1.0 - p) / k.mean], probs=[p, 1.0 - p])
+    if k.law == Law.hyperexponential:
+        return ciw.dists.Exponential(1.0 / k.mean)
     return ciw.dists.Gamma(shape=1.0 / k.scv, scale=k.mean * k.scv)
 
 
-def _replication(
-    classes: Sequence[QueueClass], c: int, discipline: Discipline, seed: int, horizon: float, warmup: float
-) -> tuple[list[_Sums], _Halves]:
+@dataclass(frozen=True)
+class _Raw:
+    """One replication's records: completed jobs of arrival before H in arrival order (class, arrival, response,
+    service received), every service stretch (class, start, end), and the arrival dates still in the system."""
+
+    order: list[tuple[int, float, float, float]]
+    intervals: list[tuple[int, float, float]]
+    unfinished: list[float]
+
+
+def _simulated(classes: Sequence[QueueClass], c: int, discipline: Discipline, seed: int, horizon: float) -> _Raw:
     names = [_class_name(i) for i in range(len(classes))]
     priorities = {n: k.level for n, k in zip(names, classes, strict=True)}
     network = ciw.create_network(
@@ -200,30 +322,41 @@ def _replication(
     sim.simulate_until_max_time(horizon * (1.0 + TAIL_FRACTION))
     index = {n: i for i, n in enumerate(names)}
     served: dict[int, float] = {}
-    done: dict[int, tuple[int, float]] = {}  # id -> (class, response)
-    arrivals: dict[int, float] = {}
-    busy = [0.0] * len(classes)
+    done: dict[int, tuple[int, float, float]] = {}  # id -> (class, arrival, response)
+    intervals: list[tuple[int, float, float]] = []
     for r in sim.get_all_records(only=["service", "interrupted service"]):
         end = r.exit_date if r.record_type == "interrupted service" else r.service_end_date
         served[r.id_number] = served.get(r.id_number, 0.0) + (end - r.service_start_date)
         k = index[r.original_customer_class]
-        busy[k] += max(0.0, min(end, horizon) - max(r.service_start_date, warmup))
-        if r.record_type == "service" and warmup <= r.arrival_date < horizon:
-            done[r.id_number] = (k, r.exit_date - r.arrival_date)
-            arrivals[r.id_number] = r.arrival_date
-    sums = [[0.0, 0.0, 0] for _ in classes]
-    for job, (k, response) in done.items():
-        sums[k][0] += response
-        sums[k][1] += response - served[job]
-        sums[k][2] += 1
-    window = c * (horizon - warmup)
-    logger.debug("replication seed %d: %d jobs measured", seed, len(done))
+        intervals.append((k, r.service_start_date, end))
+        if r.record_type == "service" and r.arrival_date < horizon:
+            done[r.id_number] = (k, r.arrival_date, r.exit_date - r.arrival_date)
+    order = sorted(((*done[job], served[job]) for job in done), key=lambda x: x[1])
+    unfinished = [ind.arrival_date for n in sim.nodes[1:-1] for ind in n.all_individuals]
+    return _Raw(order=order, intervals=intervals, unfinished=unfinished)
+
+
+def _measured(raw: _Raw, n_classes: int, c: int, horizon: float, warmup: float, at_limit: bool) -> _Replication:
+    """The replication's sums over the jobs arriving in [warmup, H)."""
+    busy = [0.0] * n_classes
+    for k, start, end in raw.intervals:
+        busy[k] += max(0.0, min(end, horizon) - max(start, warmup))
+    sums = [[0.0, 0.0, 0] for _ in range(n_classes)]
     middle = (warmup + horizon) / 2
     halves: tuple[list[float], list[float]] = ([], [])
-    for job, (_, response) in done.items():
-        halves[arrivals[job] >= middle].append(response)
+    for k, arrival, response, served in raw.order:
+        if arrival < warmup:
+            continue
+        sums[k][0] += response
+        sums[k][1] += response - served
+        sums[k][2] += 1
+        halves[arrival >= middle].append(response)
+    window = c * max(horizon - warmup, 1e-12)
     means = [math.fsum(h) / len(h) if h else None for h in halves]
-    return (
-        [_Sums(response=s[0], wait=s[1], jobs=int(s[2]), busy=busy[k] / window) for k, s in enumerate(sums)],
-        _Halves(first=means[0], second=means[1]),
+    return _Replication(
+        sums=[_Sums(response=x[0], wait=x[1], jobs=int(x[2]), busy=busy[k] / window) for k, x in enumerate(sums)],
+        halves=_Halves(first=means[0], second=means[1]),
+        warmup=warmup,
+        at_limit=at_limit,
+        censored=sum(1 for a in raw.unfinished if warmup <= a < horizon),
     )

@@ -30,7 +30,10 @@ from typing import Any
 
 from optsched.model.amdahl import speedup
 from optsched.queueing.analytic import ClassMeans, QueueClass, mean_times, offered_load
+from optsched.queueing.exact import ExactBudget, best_means
 from optsched.queueing.schema import (
+    MAX_CLASSES,
+    MAX_COMBINATIONS,
     PRIORITY_RANK,
     ClassResult,
     Discipline,
@@ -44,6 +47,7 @@ from optsched.queueing.schema import (
 )
 from optsched.queueing.simulation import (
     PREEMPTION,
+    RELATIVE_HALF_WIDTH,
     SERVICE_DISTRIBUTION,
     SimulatedClass,
     SimulationRun,
@@ -68,11 +72,21 @@ TARGET_RTOL = 1e-9
 MAX_JOBS_PER_REPLICATION = 10_000_000
 # A simulation shorter than this many relaxation times of its queue has not settled (unsettled_reason).
 RELAXATION_RUNS = 3.0
+# What a simulation may spend, all its doublings included, unless the caller (a service: its setting) says
+# otherwise: about 3 s of one core (MAX_SIMULATION_WORK is the most any caller may allow).
+DEFAULT_SIMULATION_WORK = 25_000_000
+# A simulation starts with at least this many relaxation times per replication (settle_jobs).
+SETTLE_RELAXATIONS = 30.0
 # The responses drift upward (the queue is still filling up) when the drift exceeds DRIFT_WIDTHS times its 95 %
 # half-width (a false alarm about once in 10,000 settled runs, where one width would be one in 40) and
 # DRIFT_RTOL of the mean response (smaller is noise, whatever its interval).
 DRIFT_WIDTHS = 2.0
 DRIFT_RTOL = 0.1
+
+# The exact check of the cap choice: candidates whose fast figures are within this ratio of every target, at most
+# this many (the approximation's error measured in issue 29 is below 30 % of the response).
+CANDIDATE_MARGIN = 1.3
+MAX_EXACT_CANDIDATES = 20
 
 StudySource = Study | Mapping[str, Any] | str | Path
 
@@ -112,6 +126,7 @@ def queue_classes(study: Study, caps: Sequence[float]) -> tuple[QueueClass, ...]
                 rate=k.arrival_rate_per_hour,
                 mean=k.work_hours.mean / rate,
                 scv=k.work_hours.scv,
+                law=k.work_hours.distribution,
             )
         )
     return tuple(out)
@@ -127,16 +142,36 @@ def mean_power(study: Study, caps: Sequence[float], busy_servers: Sequence[float
     )
 
 
-def evaluate(study: Study, caps: Sequence[float]) -> Evaluation:
-    """The analytic means and mean power of the study at these caps (one per class, in input order)."""
+def evaluate(study: Study, caps: Sequence[float], exact: ExactBudget | None = None) -> Evaluation:
+    """The analytic means and mean power of the study at these caps (one per class, in input order): the fast
+    formulas (closed forms, else the approximation), or with `exact` the exact engine where they are not exact
+    and the budget reaches."""
     queue = queue_classes(study, caps)
     c = study.servers
     load = offered_load(queue)
     if load >= c:
         return Evaluation(tuple(caps), queue, c, load, None, None)
-    means = mean_times(queue, c, study.discipline)
+    means = mean_times(queue, c, study.discipline) if exact is None else best_means(queue, c, study.discipline, exact)
     power = mean_power(study, caps, [k.rate * k.mean for k in queue])
     return Evaluation(tuple(caps), queue, c, load, means, power)
+
+
+def is_exact(e: Evaluation) -> bool:
+    """Every class's means of this evaluation come from a closed form or the exact engine."""
+    return e.means is not None and all(m.detail.startswith("exact") for m in e.means)
+
+
+def refined(study: Study, evaluations: Sequence[Evaluation], budget: ExactBudget) -> tuple[Evaluation, ...]:
+    """The exact engine's figures for these evaluations, in order, while the study's exact time lasts (those
+    it does not reach keep the fast formulas, and say so in their details)."""
+    deadline = time.monotonic() + budget.study_s
+    out = []
+    for e in evaluations:
+        if not e.stable or is_exact(e) or time.monotonic() > deadline:
+            out.append(e)
+            continue
+        out.append(evaluate(study, e.caps, budget))
+    return tuple(out)
 
 
 def analyze(
@@ -146,41 +181,70 @@ def analyze(
     *,
     replications: int = 10,
     jobs_per_replication: int = 10_000,
-    warmup_fraction: float = 0.2,
+    warmup_fraction: float | None = None,
+    exact: ExactBudget | None = None,
+    relative_half_width: float = RELATIVE_HALF_WIDTH,
+    max_simulation_work: int = DEFAULT_SIMULATION_WORK,
+    study_limits: StudyLimits | None = None,
 ) -> StudyResult:
     """Per-class mean wait and response, utilisation and mean power of the study; caps chosen where not given.
 
     InvalidStudy for an invalid document or method; the result's status says whether it is stable and meets the
-    targets (an unstable study carries a reason and no waits)."""
+    targets (an unstable study carries a reason and no waits). A simulation starts at the larger of
+    `jobs_per_replication` and SETTLE_RELAXATIONS relaxation times of the queue, and doubles its length until
+    every class's response half-width is within `relative_half_width` of its mean or the next doubling would take
+    the simulation's whole work past `max_simulation_work` (warm-up: MSER-5 unless `warmup_fraction` is given)."""
     started = time.monotonic()
     s = check_study(
         study, method=method, replications=replications, jobs_per_replication=jobs_per_replication,
-        warmup_fraction=warmup_fraction,
+        warmup_fraction=warmup_fraction, max_simulation_work=max_simulation_work, study_limits=study_limits,
     )
+    if study_limits is not None:
+        max_simulation_work = study_limits.simulation_work
     method = Method(method)
     free = [i for i, k in enumerate(s.classes) if k.cap_w is None]
+    budget = exact or ExactBudget()
     evaluations = [evaluate(s, caps) for caps in _cap_combinations(s, free)]
-    best, status, reason = _choose(s, evaluations)
+    best, status, reason = _choose_exact(s, evaluations, budget)
     logger.info("study %r: %d cap combinations evaluated, status %s", s.name, len(evaluations), status.value)
     whole_front = pareto_front(s, evaluations) if free else ()
-    front = thinned(whole_front, MAX_FRONT_POINTS)
+    front = _exact_front(s, thinned(whole_front, MAX_FRONT_POINTS), best, budget)
     simulation = None
     power: float | None
     if method == Method.simulation and best.stable:
+        most = max_simulation_work // (2 * simulation_work(replications, 1, s.servers))
+        settle = settle_jobs(best)
+        if settle > most:
+            # No run the budget allows can settle: the shortest one asked, flagged unsettled, instead of the longest.
+            first = most = jobs_per_replication
+        else:
+            first = min(max(jobs_per_replication, settle), max(most, jobs_per_replication))
         run = simulate(
             best.queue, best.servers, s.discipline, seed=seed, replications=replications,
-            jobs_per_replication=jobs_per_replication, warmup_fraction=warmup_fraction,
+            jobs_per_replication=first, warmup_fraction=warmup_fraction,
+            relative_half_width=relative_half_width, max_jobs_per_replication=most,
         )
-        unsettled = unsettled_reason(best, run, jobs_per_replication)
+        unsettled = unsettled_reason(best, run, run.jobs_per_replication)
+        laws = sorted({k.work_hours.distribution for k in s.classes})
         simulation = SimulationInfo(
-            library=ciw_version(), replications=replications, jobs_per_replication=jobs_per_replication,
-            warmup_fraction=warmup_fraction, seed=seed, service_distribution=SERVICE_DISTRIBUTION,
+            library=ciw_version(), replications=replications, jobs_per_replication=run.jobs_per_replication,
+            warmup_fraction=run.warmup_fraction, seed=seed,
+            service_distribution="; ".join(SERVICE_DISTRIBUTION[law] for law in laws),
             preemption=PREEMPTION if s.discipline == Discipline.preemptive else None,
             settled=unsettled is None, drift_hours=run.drift.mean, drift_half_width_hours=run.drift.half_width,
+            warmup="MSER-5" if warmup_fraction is None else "fixed",
+            warmup_at_limit=run.warmup_at_limit, censored_jobs=run.censored,
+            relative_half_width=relative_half_width, precision_met=run.precision_met, doublings=run.doublings,
         )
         classes = tuple(
             _simulated_class(s, i, best, run.classes[i], settled=unsettled is None) for i in range(len(s.classes))
         )
+        if not run.precision_met and unsettled is None:
+            reason = (
+                f"the simulation's intervals are wider than asked (±{relative_half_width:.0%} of the mean) after "
+                f"{run.doublings} doublings to {run.jobs_per_replication:,} jobs per replication, the most the "
+                "work limit allows; a target inside a class's interval is reported neither met nor missed"
+            )
         power = mean_power(s, best.caps, [(r.utilization or 0.0) * best.servers for r in classes])
         missed = [r for r in classes if r.meets_target is False]
         if unsettled is not None:
@@ -210,7 +274,7 @@ def analyze(
         caps_chosen=tuple(s.classes[i].name for i in free),
         meets_targets=(
             None
-            if not s.targets or not best.stable or status == StudyStatus.unsettled
+            if not s.targets or not best.stable or status == StudyStatus.unsettled or _undecided(classes)
             else all(r.meets_target is not False for r in classes)
         ),
         classes=classes,
@@ -222,6 +286,17 @@ def analyze(
     )
 
 
+@dataclass(frozen=True)
+class StudyLimits:
+    """What one study may ask beyond a plan's `Limits` (a service's OPTSCHED_QUEUEING_* settings): classes, cap
+    combinations evaluated (the work of the front, whose stored points MAX_FRONT_POINTS bounds), and a
+    simulation's work (replications x jobs x (servers + SIMULATION_JOB_SERVERS), all its doublings included)."""
+
+    classes: int = MAX_CLASSES
+    combinations: int = MAX_COMBINATIONS
+    simulation_work: int = MAX_SIMULATION_WORK
+
+
 def check_study(
     study: StudySource,
     *,
@@ -229,24 +304,44 @@ def check_study(
     method: Method | str = Method.analytic,
     replications: int = 10,
     jobs_per_replication: int = 10_000,
-    warmup_fraction: float = 0.2,
+    warmup_fraction: float | None = None,
+    max_simulation_work: int = MAX_SIMULATION_WORK,
+    study_limits: StudyLimits | None = None,
 ) -> Study:
     """The study, after every check `analyze` makes before any work, for a service to call before it queues one:
     the document, the options, the study's size against `limits` (devices, device groups, power levels: a plan's
-    limits) and a simulation's work (replications x jobs x servers) against MAX_SIMULATION_WORK. InvalidStudy
-    (an InvalidWorkload) names every field at fault."""
+    limits) and `study_limits` (classes, cap combinations), and a simulation's first run (replications x jobs x
+    servers) against the work limit. InvalidStudy (an InvalidWorkload) names every field at fault."""
     s = load_study(study)
+    bounds = study_limits or StudyLimits(simulation_work=max_simulation_work)
     problems = _option_problems(method, replications, jobs_per_replication, warmup_fraction)
     if limits is not None:
         problems.extend(device_problems(s.devices, limits))
+    if len(s.classes) > bounds.classes:
+        problems.append(
+            FieldError("classes", f"{len(s.classes)} classes, above the limit of {bounds.classes} "
+                       "(OPTSCHED_QUEUEING_MAX_CLASSES)")
+        )
+    free = sum(1 for k in s.classes if k.cap_w is None)
+    combinations = len(s.levels) ** free
+    if combinations > bounds.combinations:
+        problems.append(
+            FieldError(
+                "classes",
+                f"{free} classes without cap_w x {len(s.levels)} power levels = {combinations:,} cap combinations "
+                f"(each a point the front may hold), above the limit of {bounds.combinations:,} "
+                "(OPTSCHED_QUEUEING_MAX_COMBINATIONS); set cap_w on some classes",
+            )
+        )
     work = simulation_work(replications, jobs_per_replication, s.servers)
-    if method == Method.simulation and not problems and work > MAX_SIMULATION_WORK:
+    if method == Method.simulation and not problems and work > bounds.simulation_work:
         problems.append(
             FieldError(
                 "jobs_per_replication",
                 f"{replications:,} replications x {jobs_per_replication:,} jobs x ({s.servers:,} servers + "
                 f"{SIMULATION_JOB_SERVERS}) = {work:,} units of simulation work, above the limit of "
-                f"{MAX_SIMULATION_WORK:,}; simulate fewer jobs or replications, or use the analytic method",
+                f"{bounds.simulation_work:,} (OPTSCHED_QUEUEING_MAX_SIMULATION_WORK); simulate fewer jobs or "
+                "replications, or use the analytic method",
             )
         )
     if problems:
@@ -254,7 +349,9 @@ def check_study(
     return s
 
 
-def _option_problems(method: Method | str, replications: int, jobs: int, warmup_fraction: float) -> list[FieldError]:
+def _option_problems(
+    method: Method | str, replications: int, jobs: int, warmup_fraction: float | None
+) -> list[FieldError]:
     """Every option out of range, at its name."""
     problems = []
     if method not in {m.value for m in Method}:
@@ -265,9 +362,17 @@ def _option_problems(method: Method | str, replications: int, jobs: int, warmup_
         )
     if not 100 <= jobs <= MAX_JOBS_PER_REPLICATION:
         problems.append(FieldError("jobs_per_replication", f"{jobs} is not in 100..{MAX_JOBS_PER_REPLICATION:,}"))
-    if not 0 <= warmup_fraction < 1:
+    if warmup_fraction is not None and not 0 <= warmup_fraction < 1:
         problems.append(FieldError("warmup_fraction", f"{warmup_fraction} is not in [0, 1)"))
     return problems
+
+
+def settle_jobs(e: Evaluation) -> int:
+    """SETTLE_RELAXATIONS relaxation times of the queue (unsettled_reason's estimate), in arrivals."""
+    rho = e.load / e.servers
+    rate = math.fsum(k.rate for k in e.queue)
+    relaxation = e.load / rate / (e.servers * (1.0 - math.sqrt(rho)) ** 2)
+    return int(min(SETTLE_RELAXATIONS * relaxation * rate, MAX_JOBS_PER_REPLICATION))
 
 
 def unsettled_reason(e: Evaluation, run: SimulationRun, jobs_per_replication: int) -> str | None:
@@ -277,7 +382,8 @@ def unsettled_reason(e: Evaluation, run: SimulationRun, jobs_per_replication: in
     heavy-traffic m / (c (1 - sqrt(rho))^2) with m the mean service and rho the load per server (at load
     0.999999 on one server, 4e12 service times: 10,000 jobs cannot tell); (2) the responses drift upward: the
     second half of the measured window responds slower than the first by more than DRIFT_WIDTHS times the drift's
-    95 % half-width and more than DRIFT_RTOL of the mean response."""
+    95 % half-width and more than DRIFT_RTOL of the mean response; (3) in more than half the replications MSER-5
+    found no warm-up within the first half of the run."""
     rho = e.load / e.servers
     rate = math.fsum(k.rate for k in e.queue)
     service = e.load / rate
@@ -289,6 +395,12 @@ def unsettled_reason(e: Evaluation, run: SimulationRun, jobs_per_replication: in
             f"{relaxation:.4g} h, and the run lasts {horizon:.4g} h ({jobs_per_replication:,} jobs), under "
             f"{RELAXATION_RUNS} relaxation times; its means are not steady-state estimates (the analytic figures "
             "are; or lower the load)"
+        )
+    if 2 * run.warmup_at_limit > run.replications:
+        return (
+            f"the simulation did not settle: in {run.warmup_at_limit} of {run.replications} replications the "
+            "MSER-5 warm-up reached the end of the half it searches (the responses still trend at mid-run); its "
+            "means are not steady-state estimates (the analytic figures are)"
         )
     drift, response = run.drift, run.response
     if (
@@ -321,6 +433,56 @@ def _cap_combinations(study: Study, free: list[int]) -> list[tuple[float, ...]]:
         picked = dict(zip(free, chosen, strict=True))
         out.append(tuple(k.cap_w if k.cap_w is not None else picked[i] for i, k in enumerate(study.classes)))
     return out
+
+
+def _choose_exact(
+    study: Study, evaluations: list[Evaluation], budget: ExactBudget
+) -> tuple[Evaluation, StudyStatus, str | None]:
+    """The choice on the fast formulas, then checked with the exact engine: the candidates the fast formulas put
+    within CANDIDATE_MARGIN of every target are evaluated exactly by rising power (at most MAX_EXACT_CANDIDATES,
+    within the study's exact time) and the first that meets every target exactly is chosen; else the fast choice,
+    its figures exact where the budget reaches."""
+    best, status, reason = _choose(study, evaluations)
+    if not best.stable:
+        return best, status, reason
+    if not study.targets:
+        return _choose(study, list(refined(study, [best], budget)))
+    near = sorted(
+        (e for e in evaluations if e.stable and _worst_ratio(study, e) <= CANDIDATE_MARGIN),
+        key=lambda e: (e.mean_power_w, weighted_response(e)),
+    )[:MAX_EXACT_CANDIDATES]
+    deadline = time.monotonic() + budget.study_s
+    checked = []
+    for e in near:
+        if time.monotonic() > deadline:
+            break
+        x = evaluate(study, e.caps, budget)
+        checked.append(x)
+        if _worst_ratio(study, x) <= 1.0 + TARGET_RTOL:
+            return x, StudyStatus.ok, None
+    if checked:
+        return _choose(study, checked)
+    return _choose(study, list(refined(study, [best], budget)))
+
+
+def _exact_front(
+    study: Study, front: tuple[FrontPoint, ...], best: Evaluation, budget: ExactBudget
+) -> tuple[FrontPoint, ...]:
+    """The stored front's points with the exact engine's responses where its time reaches (each point says
+    whether its figures are exact); the chosen caps' evaluation is reused."""
+    deadline = time.monotonic() + budget.study_s
+    out = []
+    for point in front:
+        caps = tuple(point.caps[k.name] for k in study.classes)
+        if caps == best.caps:
+            e = best
+        elif time.monotonic() > deadline:
+            out.append(point)
+            continue
+        else:
+            e = evaluate(study, caps, budget)
+        out.append(_front_point(study, e))
+    return tuple(out)
 
 
 def _choose(study: Study, evaluations: list[Evaluation]) -> tuple[Evaluation, StudyStatus, str | None]:
@@ -395,17 +557,21 @@ def pareto_front(study: Study, evaluations: Sequence[Evaluation]) -> tuple[Front
         top = high_priority_response(e)
         if top < best * (1.0 - 1e-12):
             best = top
-            front.append(
-                FrontPoint(
-                    caps={k.name: cap for k, cap in zip(study.classes, e.caps, strict=True)},
-                    mean_power_w=e.mean_power_w,
-                    high_priority_response_hours=top,
-                    weighted_response_hours=weighted_response(e),
-                    response_hours={k.name: m.response for k, m in zip(study.classes, e.stable_means(), strict=True)},
-                    meets_targets=_worst_ratio(study, e) <= 1.0 + TARGET_RTOL,
-                )
-            )
+            front.append(_front_point(study, e))
     return tuple(front)
+
+
+def _front_point(study: Study, e: Evaluation) -> FrontPoint:
+    assert e.mean_power_w is not None
+    return FrontPoint(
+        caps={k.name: cap for k, cap in zip(study.classes, e.caps, strict=True)},
+        mean_power_w=e.mean_power_w,
+        high_priority_response_hours=high_priority_response(e),
+        weighted_response_hours=weighted_response(e),
+        response_hours={k.name: m.response for k, m in zip(study.classes, e.stable_means(), strict=True)},
+        meets_targets=_worst_ratio(study, e) <= 1.0 + TARGET_RTOL,
+        exact=is_exact(e),
+    )
 
 
 def _target(study: Study, name: str) -> float | None:
@@ -427,10 +593,32 @@ def _analytic_class(study: Study, i: int, e: Evaluation) -> ClassResult:
         utilization=None if m is None else q.rate * q.mean / e.servers,
         mean_wait_hours=None if m is None else m.wait,
         mean_response_hours=None if m is None else m.response,
+        mean_number_in_system=None if m is None else (m.number_in_system or q.rate * m.response),
+        truncated_mass=None if m is None else m.truncated_mass,
         method_detail=m.detail if m is not None else "unstable: no steady state",
         target_response_hours=target,
         meets_target=None if m is None or target is None else _meets(m.response, target),
     )
+
+
+def _undecided(classes: Sequence[ClassResult]) -> bool:
+    """Some class has a target its simulated interval contains (neither met nor missed)."""
+    return any(r.target_response_hours is not None and r.meets_target is None for r in classes)
+
+
+def _simulated_verdict(
+    response: float | None, half_width: float | None, target: float | None, *, settled: bool
+) -> bool | None:
+    """Met or missed only when the whole 95 % interval is on one side of the target (None: the run cannot tell,
+    or there is no target, or the queue did not settle)."""
+    if target is None or response is None or not settled:
+        return None
+    width = half_width or 0.0
+    if _meets(response + width, target):
+        return True
+    if not _meets(response - width, target):
+        return False
+    return None
 
 
 def _simulated_class(study: Study, i: int, e: Evaluation, sim: SimulatedClass, *, settled: bool) -> ClassResult:
@@ -452,5 +640,5 @@ def _simulated_class(study: Study, i: int, e: Evaluation, sim: SimulatedClass, *
         method_detail=f"simulation: {ciw_version()}, {sim.jobs} jobs measured"
         + ("" if settled else ", not settled (no steady-state estimate)"),
         target_response_hours=target,
-        meets_target=None if target is None or response is None or not settled else _meets(response, target),
+        meets_target=_simulated_verdict(response, sim.response.half_width, target, settled=settled),
     )

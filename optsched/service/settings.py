@@ -106,6 +106,28 @@ class Settings(BaseSettings):
         3_600.0, gt=0,
         description="Worst-case solver time one request may hold a worker: time limit x solves it may run (422 above).",
     )
+    # Queueing studies (docs/guides/queueing.md): what one study may ask, and what its exact engine may spend.
+    QUEUEING_MAX_CLASSES: int = Field(16, ge=1, le=16, description="Classes in one queueing study (422 above).")
+    QUEUEING_MAX_COMBINATIONS: int = Field(
+        10_000, ge=1, le=10_000,
+        description="Cap combinations one study may evaluate: power levels ^ classes without cap_w (422 above).",
+    )
+    QUEUEING_MAX_SIMULATION_WORK: int = Field(
+        2_500_000_000, ge=1,
+        description="A simulated study's work: replications x jobs x (servers + 230), every doubling included "
+        "(about 5 min of one core; 422 when the first run is above it).",
+    )
+    QUEUEING_MAX_STATES: int = Field(
+        50_000, ge=1,
+        description="States of one exact Markov chain; a larger one is left to the approximation (labelled).",
+    )
+    QUEUEING_EXACT_S: float = Field(
+        10.0, gt=0, le=600, description="Seconds the exact engine may spend on one cap combination's chains."
+    )
+    QUEUEING_EXACT_STUDY_S: float = Field(
+        20.0, gt=0, le=600,
+        description="Seconds of exact checks per study phase (the cap choice, then the front's points).",
+    )
     MAX_CHART_ROWS: int = Field(400, ge=1, description="Rows (devices, jobs) a chart may draw; larger ones are 409.")
     MAX_CHART_BARS: int = Field(20_000, ge=1, description="Bars a chart may draw; larger ones are 409 (use the JSON).")
     MAX_RESULT_MB: float = Field(

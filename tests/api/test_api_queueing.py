@@ -60,3 +60,41 @@ def test_a_queued_study_is_cancelled_then_deleted(client, season):
     cancelled = client.delete(created.headers["Location"])
     assert cancelled.status_code == 200 and cancelled.get_json()["status"] == "cancelled"
     assert client.get(created.headers["Location"] + "/plot.png").status_code == 409
+
+
+@pytest.mark.slow
+def test_a_study_costs_no_more_than_the_settings_allow_before_it_is_stored(make_app, season):
+    """Issue 25: a 298-byte simulation study on 1,000,000 devices held a worker for 305 s; studies were held to no
+    device limit, and classes, cap combinations and simulation work had no setting."""
+    client = make_app(
+        QUEUEING_MAX_CLASSES=2, QUEUEING_MAX_COMBINATIONS=3, QUEUEING_MAX_SIMULATION_WORK=10**8
+    ).test_client()
+    huge = copy.deepcopy(season)
+    huge["devices"][0]["count"] = 1_000_000
+    response = client.post("/v1/queueing-studies", json={"study": huge, "method": "simulation"})
+    assert response.status_code == 422
+    errors = response.get_json()["errors"]
+    assert [e["path"] for e in errors][:2] == ["study.devices", "study.classes"]
+    assert "OPTSCHED_MAX_DEVICES" in errors[0]["message"] and "OPTSCHED_QUEUEING_MAX_CLASSES" in errors[1]["message"]
+    free = copy.deepcopy(season)
+    free["classes"] = free["classes"][:2]
+    for k in free["classes"]:
+        k.pop("cap_w", None)
+    response = client.post("/v1/queueing-studies", json={"study": free})
+    assert response.status_code == 422
+    assert "OPTSCHED_QUEUEING_MAX_COMBINATIONS" in response.get_json()["errors"][0]["message"]
+    many = copy.deepcopy(season)
+    many["devices"][0]["count"] = 8_000
+    client = make_app(QUEUEING_MAX_SIMULATION_WORK=10**8).test_client()
+    response = client.post("/v1/queueing-studies", json={"study": many, "method": "simulation"})
+    assert response.status_code == 422 and response.get_json()["errors"][0]["path"] == "method"
+    assert "OPTSCHED_QUEUEING_MAX_SIMULATION_WORK" in response.get_json()["errors"][0]["message"]
+
+
+def test_a_law_that_cannot_have_the_scv_is_a_422_at_its_path(client, season):
+    bad = copy.deepcopy(season)
+    bad["classes"][1]["work_hours"]["distribution"] = "hyperexponential"  # scv 1.0 is allowed (exponential)
+    bad["classes"][0]["work_hours"]["distribution"] = "erlang"  # scv 1.5 is no Erlang law
+    response = client.post("/v1/queueing-studies", json={"study": bad})
+    assert response.status_code == 422
+    assert [e["path"] for e in response.get_json()["errors"]] == ["study.classes[0].work_hours.distribution"]

@@ -11,10 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optsched.queueing import StudyStatus, analyze, evaluate, load_study
+from optsched.queueing.exact import ExactBudget
 from optsched.schema.errors import InvalidStudy
 from tests.queueing.queueing_factories import klass, study
 
 TOL = 1e-6
+# The fast formulas' properties, with the exact engine limited to small chains (hypothesis draws many studies).
+FAST = ExactBudget(max_states=2_000)
 
 
 def erlang_c_by_definition(c: int, a: float) -> float:
@@ -121,18 +124,23 @@ def test_mg1_non_preemptive_is_pollaczek_khinchine_for_any_scv():
     assert result.classes[0].method_detail.startswith("exact")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("discipline", ["non_preemptive", "preemptive"])
-def test_multi_server_general_service_is_labelled_an_approximation(discipline):
-    result = analyze(
-        study([klass("a", "high", 1.0, 1.0, 4.0), klass("b", "low", 1.0, 1.0, 4.0)], servers=3, discipline=discipline)
-    )
-    assert all(k.method_detail.startswith("approximation: Bondi & Buzen") for k in result.classes)
+def test_multi_server_general_service_beyond_the_exact_budget_is_labelled_an_approximation(discipline):
+    doc = study([klass("a", "high", 0.5, 1.0, 4.0), klass("b", "low", 0.5, 1.0, 4.0)], servers=2, discipline=discipline)
+    result = analyze(doc, exact=ExactBudget(max_states=10))
+    low = result.classes[1]
+    assert low.method_detail.startswith("approximation: Bondi & Buzen")
+    assert "error measured in issue 29" in low.method_detail and "exact engine: the chain" in low.method_detail
+    exact = analyze(doc)  # the default budget reaches this chain
+    assert all(k.method_detail.startswith("exact: CTMC") for k in exact.classes)
 
 
 def test_approximation_at_scv_one_and_equal_means_meets_the_exact_non_preemptive_formula():
     """The Bondi-Buzen scaling reproduces Cobham's M/M/c formula, so the labels change but not the numbers."""
     exp = analyze(study([klass("a", "high", 1.0, 1.0), klass("b", "low", 1.0, 1.0)], servers=3))
-    near = analyze(study([klass("a", "high", 1.0, 1.0, 1.0 + 1e-9), klass("b", "low", 1.0, 1.0)], servers=3))
+    near_doc = study([klass("a", "high", 1.0, 1.0, 1.0 + 1e-9), klass("b", "low", 1.0, 1.0)], servers=3)
+    near = analyze(near_doc, exact=ExactBudget(max_states=10))
     assert responses(near) == pytest.approx(responses(exp), rel=1e-8)
     assert near.classes[0].method_detail.startswith("approximation")
 
@@ -260,7 +268,7 @@ def stable_studies(draw):
 
 @given(stable_studies(), st.floats(1.05, 1.5))
 def test_random_stable_studies_have_positive_responses_that_grow_with_load(doc, factor):
-    base = analyze(doc)
+    base = analyze(doc, exact=FAST)
     assert base.stable and base.status == StudyStatus.ok
     for k in base.classes:
         assert k.mean_wait_hours >= 0 and k.mean_response_hours >= k.service_mean_hours > 0
@@ -268,7 +276,7 @@ def test_random_stable_studies_have_positive_responses_that_grow_with_load(doc, 
         **doc,
         "classes": [{**k, "arrival_rate_per_hour": k["arrival_rate_per_hour"] * factor} for k in doc["classes"]],
     }
-    heavier = analyze(busier)
+    heavier = analyze(busier, exact=FAST)
     if not heavier.stable:
         assert base.offered_load * factor >= base.servers * (1 - 1e-12)
         return

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from optsched.queueing import StudyStatus, analyze, check_study, load_study
+from optsched.queueing.exact import ExactBudget
 from optsched.queueing.simulation import Estimate, SimulationRun
 from optsched.queueing.study import evaluate, unsettled_reason
 from optsched.schema.errors import InvalidStudy
@@ -33,6 +34,7 @@ def test_a_simulation_near_saturation_reports_no_target_met_or_missed():
     assert analyze(doc).status == StudyStatus.targets_missed  # the analysis
 
 
+@pytest.mark.slow
 def test_a_settled_simulation_says_so():
     doc = study([klass("a", "high", 0.5, 1.0)], targets={"a": 20.0})
     result = analyze(doc, method="simulation", replications=4, jobs_per_replication=4_000)
@@ -76,10 +78,10 @@ def test_the_stored_front_is_bounded_and_keeps_its_ends():
     classes = [
         klass(f"c{i}", "critical", 0.1 + 0.07 * i, 0.5 + 0.31 * i, cap_w=None, p=0.3 + 0.1 * i) for i in range(4)
     ]
-    result = analyze(study(classes, servers=8, levels=TEN_LEVELS))
+    result = analyze(study(classes, servers=8, levels=TEN_LEVELS), exact=ExactBudget(study_s=1.0))
     assert result.front_points > MAX_FRONT_POINTS and len(result.front) == MAX_FRONT_POINTS
     powers = [p.mean_power_w for p in result.front]
     assert powers == sorted(powers)
-    whole = analyze(study(classes[:2], servers=8, levels=TEN_LEVELS))
+    whole = analyze(study(classes[:2], servers=8, levels=TEN_LEVELS), exact=ExactBudget(study_s=1.0))
     assert len(whole.front) == whole.front_points <= MAX_FRONT_POINTS
     assert len(result.model_dump_json()) < 200_000  # 18.6 MB for a front of 9,990 points before

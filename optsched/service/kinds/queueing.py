@@ -10,14 +10,19 @@ from pydantic import BaseModel, ConfigDict, Field
 from optsched.charts import queueing_front_png
 from optsched.infra.queue import SolveTask
 from optsched.infra.store import PlanRecord
-from optsched.queueing import Method, StudyResult, analyze, load_study
-from optsched.schema.errors import InvalidStudy
+from optsched.queueing import Method, StudyResult, analyze, check_study
+from optsched.queueing.exact import ExactBudget
+from optsched.queueing.study import StudyLimits
+from optsched.schema.errors import FieldError, InvalidStudy
 from optsched.service.kinds.base import Chart, Document, KindSpec, Submission, Texts, under
+from optsched.service.settings import limits_of
 
-# Wall-time budgets of a queueing study (seconds): the cap search is bounded by the study's own limit on
-# combinations; a simulation by its replications (bench/results/queueing.md has the measured times).
-QUEUEING_ANALYTIC_BUDGET_S = 60.0
-QUEUEING_SIMULATION_BUDGET_S = 300.0
+# Wall-time budgets of a queueing study (seconds): the cap search is bounded by the study's limit on
+# combinations, the exact checks by OPTSCHED_QUEUEING_EXACT_S and _EXACT_STUDY_S (two phases of at most 20 s by
+# default, each overrunning by at most one evaluation); a simulation by its work limit (bench/results/queueing.md
+# has the measured times).
+QUEUEING_ANALYTIC_BUDGET_S = 90.0
+QUEUEING_SIMULATION_BUDGET_S = 720.0
 
 
 class QueueingStudyRequest(BaseModel):
@@ -39,7 +44,31 @@ README)."""
 
 
 def solve(task: SolveTask) -> StudyResult:
-    return analyze(task.workload, **task.params)
+    """The study under the limits its submission stored (`bounds`, from the service's settings)."""
+    params = dict(task.params)
+    bounds = params.pop("bounds", {})
+    return analyze(
+        task.workload,
+        **params,
+        exact=ExactBudget(
+            max_states=bounds.get("max_states", ExactBudget.max_states),
+            time_s=bounds.get("exact_s", ExactBudget.time_s),
+            study_s=bounds.get("exact_study_s", ExactBudget.study_s),
+        ),
+        study_limits=StudyLimits(
+            classes=bounds.get("classes", StudyLimits.classes),
+            combinations=bounds.get("combinations", StudyLimits.combinations),
+            simulation_work=bounds.get("simulation_work", StudyLimits.simulation_work),
+        ),
+    )
+
+
+def study_limits(settings: Mapping[str, Any]) -> StudyLimits:
+    return StudyLimits(
+        classes=settings["QUEUEING_MAX_CLASSES"],
+        combinations=settings["QUEUEING_MAX_COMBINATIONS"],
+        simulation_work=settings["QUEUEING_MAX_SIMULATION_WORK"],
+    )
 
 
 def verdict(result: StudyResult) -> str:
@@ -55,12 +84,32 @@ def budget_s(study: Document, params: Document) -> float:
 
 
 def prepare(body: QueueingStudyRequest, raw: Any, settings: Mapping[str, Any], parent: PlanRecord | None) -> Submission:
-    """The whole study is validated before it is stored (errors under `study.`)."""
+    """The whole study is validated and its cost bounded before it is stored (issue 25: devices, device groups and
+    power levels against the plan limits, classes, cap combinations and the simulation's work against the
+    queueing ones; errors under `study.`, the simulation's at `method`); the limits travel with the task."""
+    bounds = study_limits(settings)
     try:
-        load_study(body.study)
+        check_study(
+            body.study, limits=limits_of(settings), method=body.method, study_limits=bounds,
+            max_simulation_work=bounds.simulation_work,
+        )
     except InvalidStudy as exc:
-        raise InvalidStudy(under("study", exc.errors)) from None
-    return Submission(body.study, body.params())
+        raise InvalidStudy(
+            [
+                FieldError("method", e.message) if e.path == "jobs_per_replication" else e
+                for e in under("study", exc.errors, keep=("jobs_per_replication",))
+            ]
+        ) from None
+    params = body.params()
+    params["bounds"] = {
+        "classes": bounds.classes,
+        "combinations": bounds.combinations,
+        "simulation_work": bounds.simulation_work,
+        "max_states": settings["QUEUEING_MAX_STATES"],
+        "exact_s": settings["QUEUEING_EXACT_S"],
+        "exact_study_s": settings["QUEUEING_EXACT_STUDY_S"],
+    }
+    return Submission(body.study, params)
 
 
 def no_front(result: StudyResult) -> str | None:

@@ -1,0 +1,130 @@
+"""The exact engine (optsched.queueing.exact) against the closed forms it must reproduce, on the very chains it
+builds for other studies; the phase-type laws against their moments; the engine's budget and labels."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from optsched.queueing import analyze
+from optsched.queueing.analytic import QueueClass, erlang_c, mean_times
+from optsched.queueing.exact import ExactBudget, exact_means
+from optsched.queueing.phasetype import Law, gamma_fit, law_problem, phase_type
+from optsched.queueing.schema import Discipline
+from optsched.queueing.simulation import mser5
+from tests.queueing.queueing_factories import klass, study
+
+NP, PR = Discipline.non_preemptive, Discipline.preemptive
+# The engine's truncation takes at most 1e-4 of a level's mean number in system (ExactBudget.max_tail_share).
+TOL = 1e-3
+
+
+def gamma_moments(mean: float, scv: float) -> list[float]:
+    shape, theta = 1.0 / scv, mean * scv
+    return [theta**k * math.prod(shape + i for i in range(k)) for k in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("scv", [0.3, 0.5, 0.7, 1.0, 1.7, 4.0, 10.0])
+def test_the_gamma_fit_matches_three_moments(scv):
+    ph = gamma_fit(2.0, scv)
+    assert np.all(ph.alpha >= 0) and ph.alpha.sum() == pytest.approx(1.0)
+    assert [ph.moment(k) for k in (1, 2, 3)] == pytest.approx(gamma_moments(2.0, scv), rel=1e-9)
+
+
+def test_the_declared_laws_have_their_mean_and_scv():
+    for law, scv, phases in ((Law.hyperexponential, 4.0, 2), (Law.erlang, 0.25, 4), (Law.exponential, 1.0, 1)):
+        ph = phase_type(law, 3.0, scv)
+        assert ph is not None and ph.phases == phases
+        m1, m2 = ph.moment(1), ph.moment(2)
+        assert m1 == pytest.approx(3.0) and m2 / m1**2 - 1 == pytest.approx(scv)
+    h2 = phase_type(Law.hyperexponential, 3.0, 4.0)
+    assert h2 is not None
+    rates = -np.diag(h2.T)
+    assert h2.alpha[0] / rates[0] == pytest.approx(h2.alpha[1] / rates[1])  # balanced means
+    assert phase_type(Law.gamma, 1.0, 0.0) is None  # a constant has no phase-type law
+
+
+def test_a_law_must_fit_its_scv():
+    assert law_problem(Law.exponential, 2.0) and law_problem(Law.hyperexponential, 0.5)
+    assert law_problem(Law.erlang, 0.3) and not law_problem(Law.erlang, 1 / 3)
+    assert not law_problem(Law.gamma, 0.3)
+
+
+def test_the_engine_reproduces_erlang_c():
+    c, rate, mean = 3, 2.4, 1.0
+    got = exact_means([QueueClass(0, rate, mean, 1.0, Law.exponential)], c, NP)[0]
+    a = rate * mean
+    assert got.wait == pytest.approx(erlang_c(c, a) * mean / (c - a), rel=TOL)
+    assert got.truncated_mass is not None and got.truncated_mass < 1e-6
+    assert got.number_in_system == pytest.approx(rate * got.response, rel=TOL)
+
+
+@pytest.mark.parametrize("discipline", [NP, PR])
+def test_the_engine_reproduces_the_mmc_priority_formulas(discipline):
+    classes = [QueueClass(0, 0.6, 1.0, 1.0, Law.exponential), QueueClass(1, 0.8, 1.0, 1.0, Law.exponential)]
+    closed = mean_times(classes, 2, discipline)
+    assert all(m.detail.startswith("exact") for m in closed)
+    got = exact_means(classes, 2, discipline)
+    for i, m in enumerate(closed):
+        assert got[i].response == pytest.approx(m.response, rel=TOL)
+
+
+@pytest.mark.parametrize("discipline", [NP, PR])
+@pytest.mark.parametrize("law,scv", [(Law.gamma, 4.0), (Law.erlang, 0.5), (Law.hyperexponential, 2.0)])
+def test_the_engine_reproduces_the_mg1_priority_formulas_with_unequal_means(discipline, law, scv):
+    """Cobham and the M/G/1 preemptive-resume formula hold for any law: the engine's phase-type chains must agree."""
+    classes = [QueueClass(0, 0.2, 1.0, scv, law), QueueClass(1, 0.1, 2.0, scv, law)]
+    closed = mean_times(classes, 1, discipline)
+    got = exact_means(classes, 1, discipline)
+    for i, m in enumerate(closed):
+        assert got[i].response == pytest.approx(m.response, rel=TOL)
+        assert got[i].detail.startswith("exact: CTMC")
+
+
+def test_classes_of_one_level_share_the_wait_and_split_the_queue():
+    """Non-preemptive FCFS within a level: every class of it waits alike (PASTA), whatever its service."""
+    classes = [
+        QueueClass(0, 0.3, 1.0, 1.0, Law.exponential),
+        QueueClass(1, 0.3, 0.5, 1.0, Law.exponential),
+        QueueClass(1, 0.2, 2.0, 1.0, Law.exponential),
+    ]
+    got = exact_means(classes, 2, NP)
+    assert got[1].wait == pytest.approx(got[2].wait, rel=TOL)
+
+
+def test_a_chain_beyond_the_budget_is_left_to_the_approximation_with_its_reason():
+    classes = [QueueClass(0, 1.0, 1.0, 4.0), QueueClass(1, 1.0, 2.0, 4.0)]
+    assert exact_means(classes, 4, NP, ExactBudget(max_states=100)) == {}
+    result = analyze(
+        study([klass("a", "high", 1.0, 1.0, 4.0), klass("b", "low", 1.0, 2.0, 4.0)], servers=4),
+        exact=ExactBudget(max_states=100),
+    )
+    assert all(k.method_detail.startswith("approximation") and "states" in k.method_detail for k in result.classes)
+
+
+@pytest.mark.slow
+def test_the_analytic_method_uses_the_declared_law():
+    """At equal mean and scv 4 a two-phase hyperexponential and a gamma law queue differently (the study says
+    which it means); c = 2, unequal means, so neither has a closed form."""
+    def doc(law: str) -> dict:
+        classes = [klass("a", "high", 0.4, 1.0, 4.0), klass("b", "low", 0.3, 2.0, 4.0)]
+        for k in classes:
+            k["work_hours"]["distribution"] = law
+        return study(classes, servers=2)
+
+    h2, gamma = analyze(doc("hyperexponential")), analyze(doc("gamma"))
+    assert all(k.method_detail.startswith("exact: CTMC") for k in (*h2.classes, *gamma.classes))
+    assert "hyperexponential" in h2.classes[1].method_detail and "gamma" in gamma.classes[1].method_detail
+    assert h2.classes[1].mean_response_hours != pytest.approx(gamma.classes[1].mean_response_hours, rel=0.01)
+
+
+def test_mser5_finds_a_transient_and_flags_a_trend():
+    rng = np.random.default_rng(0)
+    settled = rng.exponential(1.0, 5_000)
+    transient = np.concatenate([np.linspace(20.0, 1.0, 500), settled])
+    cut, at_limit = mser5(transient)
+    assert 300 <= cut <= 800 and not at_limit
+    trend = np.linspace(0.0, 100.0, 5_000) + rng.exponential(1.0, 5_000)
+    assert mser5(trend)[1]
