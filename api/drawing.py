@@ -50,7 +50,7 @@ class ChartUnavailable(Exception):
 class _Flight:
     done: threading.Event = field(default_factory=threading.Event)
     data: bytes | None = None
-    error: ChartUnavailable | None = None
+    error: Exception | None = None  # ChartUnavailable, or what the document's `prepare` raised
 
 
 def _serve(conn: Connection) -> None:
@@ -116,7 +116,8 @@ class _Worker:
 
 
 class ChartDrawer:
-    """Draws charts in their own processes: `png(key, draw, document)` (cached by `key`)."""
+    """Draws charts in their own processes: `png(key, draw, document)` or `png_of(key, draw, prepare)` (the
+    document made only for a drawing that starts), cached by `key`."""
 
     def __init__(self, workers: int, timeout_s: float):
         self.workers = workers
@@ -135,6 +136,13 @@ class ChartDrawer:
         """The chart `draw(document)`: from the cache, from a drawing of the same key under way, or drawn now;
         ChartUnavailable when every slot and waiting place is taken (a request waiting for a drawing under way
         takes a place too: each holds an HTTP thread), or the drawing fails or overruns."""
+        return self.png_of(key, draw, lambda: document)
+
+    def png_of(self, key: str, draw: Callable[[Any], bytes], prepare: Callable[[], Any]) -> bytes:
+        """As `png`, with the document given by `prepare()`, called only by the request whose drawing starts (it
+        holds a drawing slot), never for a chart cached, refused or being drawn for another request: validating a
+        400-job result took the HTTP process's time for every request of a chart storm, refused ones included.
+        What `prepare` raises (a 409: nothing to draw) reaches the requests waiting for this drawing too."""
         with self._lock:
             data = self._cache.get(key)
             if data is not None:
@@ -145,11 +153,11 @@ class ChartDrawer:
                 f"{self.workers} chart(s) are being drawn and more are waiting (OPTSCHED_CHART_WORKERS); retry shortly"
             )
         try:
-            return self._drawn_once(key, draw, document)
+            return self._drawn_once(key, draw, prepare)
         finally:
             self._admitted.release()
 
-    def _drawn_once(self, key: str, draw: Callable[[Any], bytes], document: Any) -> bytes:
+    def _drawn_once(self, key: str, draw: Callable[[Any], bytes], prepare: Callable[[], Any]) -> bytes:
         """The chart from the cache, from the drawing of `key` under way, or drawn by this call."""
         with self._lock:
             data = self._cache.get(key)
@@ -167,13 +175,13 @@ class ChartDrawer:
             assert flight.data is not None
             return flight.data
         try:
-            flight.data = self._draw_in_slot(draw, document)
+            flight.data = self._draw_in_slot(draw, prepare)
             with self._lock:
                 self._cache[key] = flight.data
                 while len(self._cache) > CHART_CACHE_SIZE:
                     self._cache.popitem(last=False)
             return flight.data
-        except ChartUnavailable as exc:
+        except Exception as exc:
             flight.error = exc
             raise
         finally:
@@ -181,11 +189,16 @@ class ChartDrawer:
                 self._flights.pop(key, None)
             flight.done.set()
 
-    def _draw_in_slot(self, draw: Callable[[Any], bytes], document: Any) -> bytes:
+    def _draw_in_slot(self, draw: Callable[[Any], bytes], prepare: Callable[[], Any]) -> bytes:
         try:
             worker = self._idle.get(timeout=self.timeout_s)
         except queue.Empty:
             raise ChartUnavailable("every chart slot stayed busy; retry shortly") from None
+        try:
+            document = prepare()
+        except BaseException:
+            self._idle.put(worker)  # nothing was sent to the process: it stays as it was
+            raise
         try:
             worker = worker or _Worker()
             data = self._draw(worker, draw, document)

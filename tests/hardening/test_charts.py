@@ -11,14 +11,19 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from api.costs import _CHART_SIZES, chart_size, check_chart
 from api.drawing import WAITING_PER_SLOT, ChartDrawer, ChartUnavailable
 from api.errors import ApiProblem
+from api.resources import CHART_DRAWER
+from api.schemas import resource_model
 from api.viewer import PLACEMENT
+from optsched.infra.store import JobState
 from optsched.service.kinds import KINDS
+from tests.hardening.test_costs import big_plan, big_workload
 from tests.support.charts import drawn, slow_png
 
 
@@ -115,3 +120,83 @@ def test_one_chart_asked_for_at_once_is_drawn_once_and_the_surplus_gets_503(tmp_
             assert [f.result(timeout=60) for f in held] == [b"\x89PNGb%d" % i for i in range(WAITING_PER_SLOT + 1)]
     finally:
         drawer.stop()
+
+
+def finished_plan(app, n_jobs: int) -> str:
+    """A plan stored as finished with an n-job result (what a worker would have written)."""
+    store = app.extensions["optsched"].store
+    record, _ = store.create(big_workload(n_jobs), kind="plan")
+    claimed = store.claim(record.id)
+    assert store.finish(record.id, claimed.attempts, JobState.finished, verdict="optimal", plan=big_plan(n_jobs))
+    return record.id
+
+
+def count_validations(monkeypatch) -> list[str]:
+    """The ids of the plans whose result the plan resource model validates (`of`) from now on."""
+    model = resource_model(KINDS["plan"])
+    of = model.of.__func__  # type: ignore[attr-defined]
+    validated: list[str] = []
+
+    def counted(cls: Any, record: Any) -> Any:
+        validated.append(record.id)
+        return of(cls, record)
+
+    monkeypatch.setattr(model, "of", classmethod(counted))
+    return validated
+
+
+def test_a_chart_refused_by_a_full_drawer_does_not_validate_the_result(make_app, monkeypatch):
+    # 34 GETs of a fresh 400-job chart each validated the result before the full drawer refused it: /healthz p99
+    # 1.02 s. The refusal comes first now.
+    app = make_app()
+    plan_id = finished_plan(app, 400)
+    validated = count_validations(monkeypatch)
+    drawer = ChartDrawer(workers=1, timeout_s=30.0)
+    app.extensions[CHART_DRAWER] = drawer
+    release, preparing = threading.Event(), threading.Event()
+
+    def held() -> Any:  # the drawing slot's request, stopped before it sends anything to a process
+        preparing.set()
+        release.wait(30)
+        raise ChartUnavailable("released")
+
+    def hold(key: str) -> str:
+        try:
+            return repr(drawer.png_of(key, slow_png, held))
+        except ChartUnavailable as exc:
+            return str(exc)
+
+    with ThreadPoolExecutor(1 + WAITING_PER_SLOT) as pool:
+        holders = [pool.submit(hold, "held")]
+        assert preparing.wait(10)
+        holders += [pool.submit(hold, f"held{i}") for i in range(WAITING_PER_SLOT)]
+        time.sleep(0.5)  # the others take their waiting places (blocked for the one slot)
+        try:
+            refused = app.test_client().get(f"/plans/{plan_id}/placement.png")
+        finally:
+            release.set()
+        assert [h.result(timeout=60) for h in holders] == ["released"] * (1 + WAITING_PER_SLOT)
+    assert refused.status_code == 503 and int(refused.headers["Retry-After"]) > 0
+    assert "OPTSCHED_CHART_WORKERS" in refused.get_json()["detail"]
+    assert validated == []
+
+
+@pytest.mark.slow
+def test_a_result_is_validated_once_for_its_drawing_and_not_for_the_cached_chart_or_a_revalidation(
+    make_app, monkeypatch
+):
+    app = make_app()
+    plan_id = finished_plan(app, 40)
+    validated = count_validations(monkeypatch)
+    client = app.test_client()
+    url = f"/plans/{plan_id}/placement.png"
+    drawn = client.get(url)
+    assert drawn.status_code == 200 and drawn.data.startswith(b"\x89PNG")
+    assert validated == [plan_id]
+    cached = client.get(url)
+    assert cached.status_code == 200 and cached.data == drawn.data
+    again = client.get(url, headers={"If-None-Match": drawn.headers["ETag"]})
+    assert again.status_code == 304 and not again.data
+    assert validated == [plan_id]  # the cached chart and the 304 came from the id, name and finished_at
+    unfinished, _ = app.extensions["optsched"].store.create(big_workload(4), kind="plan")
+    assert client.get(f"/plans/{unfinished.id}/placement.png").status_code == 409
