@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import threading
 import time
+from dataclasses import replace
 from datetime import datetime
 
 import pytest
 
 from api import services
-from api.services import EXTENSION, Services
+from api.services import EXTENSION
 from optsched.infra.pool import ProcessPool
 from optsched.schema.limits import MAX_DEPTH, MAX_ITEMS, placement_variables
 from optsched.schema.workload import Workload
@@ -204,7 +205,8 @@ def test_a_solve_whose_highs_ignores_its_limit_is_killed_at_2_s_plus_grace_and_t
     app = make_app()
     store = services(app).store
     pool = ProcessPool(store, workers=1, grace_s=GRACE_S, runner=runner(solvers.ignore_time_limit))
-    app.extensions[EXTENSION] = Services(store=store, queue=pool)  # shutdown(app) stops this pool
+    # shutdown(app) stops this pool; the store, retention sweep and throttle stay the app's own.
+    app.extensions[EXTENSION] = replace(services(app), queue=pool)
     pool.start()
     client = app.test_client()
     data = hard_workload(2.0)
