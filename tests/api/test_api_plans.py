@@ -155,8 +155,11 @@ def test_cancel_a_solving_plan_stops_its_worker_and_the_pool_goes_on(live, live_
         assert_verified(slow, cancelled.get_json())
     data = tiny_workload("after cancel")
     after = live.post("/v1/plans", json=data)
-    assert after.status_code == 201
-    assert_verified(data, after.get_json())
+    # 201 when the new worker answers within the sync wait; a busy machine may make it a 202 to follow.
+    assert after.status_code in (201, 202)
+    body = after.get_json() if after.status_code == 201 else poll(live, after.headers["Location"], timeout_s=120)
+    assert body["status"] == "optimal", body["status"]
+    assert_verified(data, body)
     assert solving_pid not in live_pool.worker_pids()
     assert live.get(location).get_json()["status"] == "cancelled"  # the killed solve wrote nothing back
 
