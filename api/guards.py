@@ -59,28 +59,33 @@ def require_token() -> None:
     refuse_while_throttled()
     team = bearer_team()
     if team is None:
-        if "Authorization" in request.headers:
-            guess_failed()
-        raise ApiProblem(
-            401,
-            "this service needs `Authorization: Bearer <token>` with your team's token",
-            headers={"WWW-Authenticate": 'Bearer realm="optsched"'},
-        )
+        raise unauthorized("this service needs `Authorization: Bearer <token>` with your team's token")
     g.team = team
+
+
+def _bearer() -> str | None:
+    """The token of `Authorization: Bearer <token>`, or None without one."""
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    return given.strip() if scheme.lower() == "bearer" else None
 
 
 def bearer_matches(token: str) -> bool:
     """Whether the request carries `Authorization: Bearer <token>` (compared in constant time)."""
-    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+    given = _bearer()
+    return given is not None and hmac.compare_digest(given.encode(), token.encode())
 
 
 def bearer_team() -> str | None:
     """The team whose token the request carries as `Authorization: Bearer <token>` (constant-time comparisons)."""
-    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer":
-        return None
-    return tenants().team_of(given.strip())
+    given = _bearer()
+    return None if given is None else tenants().team_of(given)
+
+
+def unauthorized(message: str) -> ApiProblem:
+    """The 401 of a request without the token it needs; a wrong token counts against its address's throttle."""
+    if "Authorization" in request.headers:
+        guess_failed()
+    return ApiProblem(401, message, headers={"WWW-Authenticate": 'Bearer realm="optsched"'})
 
 
 def _client() -> str:

@@ -37,8 +37,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 
-from api.errors import ApiProblem
-from api.guards import bearer_matches, bearer_team, guess_failed, refuse_while_throttled
+from api.guards import bearer_matches, bearer_team, refuse_while_throttled, unauthorized
 from api.services import tenants
 from optsched.infra.queue import SolveQueue
 from optsched.infra.rq.keys import QUEUE_OUTAGES
@@ -244,13 +243,9 @@ def _metrics_view() -> Response:
     if current_app.config.get("METRICS_TOKEN") or tenants().enabled:
         refuse_while_throttled()  # wrong tokens here are guesses too (api/throttle.py)
     if not metrics_allowed():
-        if "Authorization" in request.headers:
-            guess_failed()
-        raise ApiProblem(
-            401,
+        raise unauthorized(
             "/metrics needs `Authorization: Bearer <token>` with OPTSCHED_METRICS_TOKEN (or, when that is not set, "
-            "a team's token)",
-            headers={"WWW-Authenticate": 'Bearer realm="optsched"'},
+            "a team's token)"
         )
     metrics: Metrics = current_app.extensions[EXTENSION]
     response = current_app.response_class(metrics.exposition(), status=200)

@@ -58,6 +58,15 @@ PLANS, NIGHT_PLANS, FRONTIERS, QUEUEING_STUDIES, REPLANS = (
 PLACEMENT = Chart(file="placement.png", draw=placement_png, operation="", summary="", description="", what="")
 
 
+def _throttled_page() -> Response | None:
+    """The 429 page while this client address may try no credential (api/throttle.py), else None."""
+    try:
+        refuse_while_throttled()
+    except ApiProblem as exc:
+        return _page(429, "error.html", message=exc.detail, headers=exc.headers)
+    return None
+
+
 @bp.before_request
 def require_page_token() -> Response | None:
     """Unless OPTSCHED_AUTH=off: a team's bearer token or a live session cookie sets the request's team; else the
@@ -65,10 +74,8 @@ def require_page_token() -> Response | None:
     and histories). An address that sent too many wrong tokens or cookies gets 429 (api/throttle.py)."""
     if not tenants().enabled or request.endpoint in PUBLIC_ENDPOINTS or request.endpoint == "viewer.login":
         return None
-    try:
-        refuse_while_throttled()
-    except ApiProblem as exc:
-        return _page(429, "error.html", message=exc.detail, headers=exc.headers)
+    if (throttled := _throttled_page()) is not None:
+        return throttled
     cookie = request.cookies.get(COOKIE)
     team = bearer_team() or (_cookie_team(cookie) if cookie else None)
     if team is not None:
@@ -85,10 +92,8 @@ def login():
     next_url = _safe_next(request.form.get("next", "/"))
     if not tenants().enabled:
         return redirect(next_url, 303)
-    try:
-        refuse_while_throttled()
-    except ApiProblem as exc:
-        return _page(429, "error.html", message=exc.detail, headers=exc.headers)
+    if (throttled := _throttled_page()) is not None:
+        return throttled
     team = tenants().team_of(request.form.get("token", ""))
     token = tenants().token_of(team) if team is not None else None
     if team is None or token is None:
