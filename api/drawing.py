@@ -94,7 +94,7 @@ class _Worker:
     def __init__(self) -> None:
         context = multiprocessing.get_context("spawn")
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child,), daemon=True, name="optsched-chart")
+        self.process = context.Process(target=_serve, args=(child,), daemon=True, name=PROCESS_NAME)
         self.process.start()
         child.close()
         self.drawn = 0

@@ -54,8 +54,6 @@ def require_token() -> None:
     if not tenants().enabled:
         g.team = DEFAULT_TEAM
         return
-    if getattr(g, "team", None) is not None:
-        return  # checked already (the app-wide check, then the blueprint's)
     refuse_while_throttled()
     team = bearer_team()
     if team is None:

@@ -14,7 +14,7 @@ from flask_openapi3 import APIBlueprint, Tag
 from api.costs import chart_size, check_chart
 from api.drawing import ChartDrawer, ChartUnavailable
 from api.errors import ApiProblem, problem_doc
-from api.guards import UNAUTHORIZED, V1_SECURITY, arrival, require_json_body, require_token
+from api.guards import UNAUTHORIZED, V1_SECURITY, arrival, require_json_body
 from api.schemas import resource_model
 from api.services import admission, current_team, services
 from optsched.infra.store import PlanRecord
@@ -38,7 +38,6 @@ def v1_blueprint(name: str, import_name: str, tag: str, description: str) -> API
         name, import_name, url_prefix="/v1", abp_tags=[Tag(name=tag, description=description)],
         abp_security=V1_SECURITY,
     )
-    bp.before_request(require_token)
     bp.before_request(require_json_body)
     return bp
 

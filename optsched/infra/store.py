@@ -252,10 +252,6 @@ class PlanStore:
         ).where(plans.c.team == team)
         with self.engine.connect() as c:
             unfinished, stored, oldest = c.execute(query).one()
-        if isinstance(oldest, str):  # SQLite returns an aggregate of the column as its stored text
-            oldest = datetime.fromisoformat(oldest)
-        if oldest is not None and oldest.tzinfo is None:
-            oldest = oldest.replace(tzinfo=UTC)
         return Usage(unfinished=int(unfinished or 0), stored_bytes=int(stored or 0), oldest_finished_at=oldest)
 
     def list(

@@ -57,7 +57,10 @@ def submit(
     existing = store.get_by_key(idempotency_key, team) if idempotency_key is not None else None
     if admission is not None and (existing is None or existing.status in replace):
         admission.check(store, team)
-    record, created = store.create(document, idempotency_key, kind=kind.name, params=params, team=team)
+    if existing is not None:
+        record, created = existing, False
+    else:
+        record, created = store.create(document, idempotency_key, kind=kind.name, params=params, team=team)
     if not created and record.status in replace:
         store.delete(record.id, states=replace)
         record, created = store.create(document, idempotency_key, kind=kind.name, params=params, team=team)

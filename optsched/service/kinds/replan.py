@@ -73,7 +73,9 @@ def prepare(body: Change, raw: Any, settings: Mapping[str, Any], parent: PlanRec
     # The raw document, not `body`: Change.load also checks what the model alone cannot (ids listed twice).
     after = check_change(before, parent.plan, raw, limits=limits)
     document = {"workload": parent.workload, "plan": parent.plan, "change": raw}
-    check_solve_budget(SPEC, {"workload": after.model_dump(mode="json")}, {}, settings["MAX_SOLVE_S"], path="workload")
+    # The budget reads the changed workload's time limit only (time_limit_s): no need to dump every job.
+    budget = {"workload": {"options": {"time_limit_s": after.options.time_limit_s}}}
+    check_solve_budget(SPEC, budget, {}, settings["MAX_SOLVE_S"], path="workload")
     return Submission(document, {"parent": parent.id})
 
 
