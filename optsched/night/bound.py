@@ -53,7 +53,6 @@ import numpy as np
 from optsched.model.amdahl import speedup
 from optsched.night.fleet import Fleet
 from optsched.schema.night import BoundStatus, NightBound, NightQueue, NightSummary
-from optsched.schema.workload import PRIORITY_WEIGHT
 from optsched.solve.highs import Outcome, new_highs, run_highs
 
 logger = logging.getLogger(__name__)
@@ -193,7 +192,7 @@ def add_columns(model: TimeIndexed) -> None:
     """n, R, x (release and rate bounds: x[j,t] <= r_j x hours of the slot after the release), u, C (>= release
     + 1 / r_j); the objective sum_j w_j C_j / sum_j w_j in hours."""
     q, m, T = model.queue, model.m, model.slots
-    weights = [PRIORITY_WEIGHT[job.priority] * job.weight for job in q.jobs]
+    weights = [job.objective_weight for job in q.jobs]
     total = sum(weights)
     for j, job in enumerate(q.jobs):
         r = model.rate(j)

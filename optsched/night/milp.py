@@ -215,6 +215,10 @@ class MilpPolicy:
         # "progress" / "finish_time": the gradient of the queue's fairness objective over the night
         # (optsched.night.fairness), instead of the priority weights.
         self.fair = weighting if weighting in FAIR_WEIGHTINGS else None
+        # The fairness weights of the last view: one event asks for them once per job, and each call would
+        # otherwise rebuild every job's weight (n^2 per event).
+        self._fair_view: View | None = None
+        self._fair_weights: dict[int, float] = {}
 
     def decide(self, view: View) -> Decision:
         decision = self._decide(view)
@@ -385,7 +389,9 @@ class MilpPolicy:
 
     def _weight(self, view: View, j: int, remaining: float) -> float:
         if self.fair is not None:
-            return fair_weights(view, self.fair)[j]
+            if self._fair_view is not view:
+                self._fair_view, self._fair_weights = view, fair_weights(view, self.fair)
+            return self._fair_weights[j]
         return _weight(view, j, remaining) if self.wsrpt else view.fleet.jobs[j].objective_weight
 
     def _patience(self, view: View, j: int, remaining: float, restart: float, free) -> tuple[bool, float | None]:

@@ -153,7 +153,9 @@ def score(plan: NightPlan, queue: NightQueue | None = None) -> tuple:
     fair: tuple = ()
     if queue is not None and queue.objective in FAIR_OBJECTIVES:
         rho = math.inf if s.max_rho is None else round(s.max_rho, 9)
-        fair = (-round(night_fairness(queue, plan.jobs, plan.hours), 9), rho)
+        # The summary holds the value under the plan's own queue; a queue given apart is scored afresh.
+        value = s.fairness if s.fairness is not None else night_fairness(queue, plan.jobs, plan.hours)
+        fair = (-round(value, 9), rho)
         if queue.night_fairness == "finish_time":
             fair = fair[::-1]
     return (

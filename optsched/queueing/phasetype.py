@@ -82,6 +82,11 @@ def erlang_phases(scv: float) -> int | None:
     return None
 
 
+def balanced_p(scv: float) -> float:
+    """The first phase's probability of the two-phase hyperexponential with balanced means at this scv (> 1)."""
+    return (1.0 + math.sqrt((scv - 1.0) / (scv + 1.0))) / 2.0
+
+
 def phase_type(law: Law, mean: float, scv: float) -> PhaseType | None:
     """The law's phase-type form (see the module's docstring); None for a constant (scv 0)."""
     if scv <= 0:
@@ -94,7 +99,7 @@ def phase_type(law: Law, mean: float, scv: float) -> PhaseType | None:
     if law == Law.hyperexponential:
         if math.isclose(scv, 1.0, rel_tol=SCV_RTOL):
             return _erlang(1, mean)
-        p = (1.0 + math.sqrt((scv - 1.0) / (scv + 1.0))) / 2.0
+        p = balanced_p(scv)
         return _mixture(1, (p, 1.0 - p), (mean / (2.0 * p), mean / (2.0 * (1.0 - p))))
     return gamma_fit(mean, scv)
 

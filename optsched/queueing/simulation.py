@@ -51,7 +51,7 @@ import ciw
 import numpy as np
 
 from optsched.queueing.analytic import QueueClass
-from optsched.queueing.phasetype import Law
+from optsched.queueing.phasetype import Law, balanced_p
 from optsched.queueing.schema import Discipline
 
 logger = logging.getLogger(__name__)
@@ -291,7 +291,7 @@ def _service(k: QueueClass) -> ciw.dists.Distribution:
         phases = round(1.0 / k.scv)
         return ciw.dists.Erlang(rate=phases / k.mean, num_phases=phases)
     if k.law == Law.hyperexponential and k.scv > 1.0:
-        p = (1.0 + math.sqrt((k.scv - 1.0) / (k.scv + 1.0))) / 2.0
+        p = balanced_p(k.scv)
         return ciw.dists.HyperExponential(rates=[2.0 * p / k.mean, 2.0 * (1.0 - p) / k.mean], probs=[p, 1.0 - p])
     if k.law == Law.hyperexponential:
         return ciw.dists.Exponential(1.0 / k.mean)

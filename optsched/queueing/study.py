@@ -205,10 +205,12 @@ def analyze(
     free = [i for i, k in enumerate(s.classes) if k.cap_w is None]
     budget = exact or ExactBudget()
     evaluations = [evaluate(s, caps) for caps in _cap_combinations(s, free)]
-    best, status, reason = _choose_exact(s, evaluations, budget)
+    checked: dict[tuple[float, ...], Evaluation] = {}  # caps -> exact evaluation, solved once for choice and front
+    best, status, reason = _choose_exact(s, evaluations, budget, checked)
+    checked[best.caps] = best
     logger.info("study %r: %d cap combinations evaluated, status %s", s.name, len(evaluations), status.value)
     whole_front = pareto_front(s, evaluations) if free else ()
-    front = _exact_front(s, thinned(whole_front, MAX_FRONT_POINTS), best, budget)
+    front = _exact_front(s, thinned(whole_front, MAX_FRONT_POINTS), checked, budget)
     simulation = None
     power: float | None
     if method == Method.simulation and best.stable:
@@ -367,12 +369,17 @@ def _option_problems(
     return problems
 
 
+def relaxation_hours(e: Evaluation) -> float:
+    """The queue's relaxation time, the M/M/c heavy-traffic m / (c (1 - sqrt(rho))^2), m the mean service and rho
+    the load per server, in hours."""
+    service = e.load / math.fsum(k.rate for k in e.queue)
+    return service / (e.servers * (1.0 - math.sqrt(e.load / e.servers)) ** 2)
+
+
 def settle_jobs(e: Evaluation) -> int:
-    """SETTLE_RELAXATIONS relaxation times of the queue (unsettled_reason's estimate), in arrivals."""
-    rho = e.load / e.servers
+    """SETTLE_RELAXATIONS relaxation times of the queue, in arrivals."""
     rate = math.fsum(k.rate for k in e.queue)
-    relaxation = e.load / rate / (e.servers * (1.0 - math.sqrt(rho)) ** 2)
-    return int(min(SETTLE_RELAXATIONS * relaxation * rate, MAX_JOBS_PER_REPLICATION))
+    return int(min(SETTLE_RELAXATIONS * relaxation_hours(e) * rate, MAX_JOBS_PER_REPLICATION))
 
 
 def unsettled_reason(e: Evaluation, run: SimulationRun, jobs_per_replication: int) -> str | None:
@@ -385,10 +392,8 @@ def unsettled_reason(e: Evaluation, run: SimulationRun, jobs_per_replication: in
     95 % half-width and more than DRIFT_RTOL of the mean response; (3) in more than half the replications MSER-5
     found no warm-up within the first half of the run."""
     rho = e.load / e.servers
-    rate = math.fsum(k.rate for k in e.queue)
-    service = e.load / rate
-    horizon = jobs_per_replication / rate
-    relaxation = service / (e.servers * (1.0 - math.sqrt(rho)) ** 2)
+    horizon = jobs_per_replication / math.fsum(k.rate for k in e.queue)
+    relaxation = relaxation_hours(e)
     if horizon < RELAXATION_RUNS * relaxation:
         return (
             f"the simulation did not settle: at load {rho:.6g} per server the queue relaxes in about "
@@ -436,12 +441,12 @@ def _cap_combinations(study: Study, free: list[int]) -> list[tuple[float, ...]]:
 
 
 def _choose_exact(
-    study: Study, evaluations: list[Evaluation], budget: ExactBudget
+    study: Study, evaluations: list[Evaluation], budget: ExactBudget, checked: dict[tuple[float, ...], Evaluation]
 ) -> tuple[Evaluation, StudyStatus, str | None]:
     """The choice on the fast formulas, then checked with the exact engine: the candidates the fast formulas put
     within CANDIDATE_MARGIN of every target are evaluated exactly by rising power (at most MAX_EXACT_CANDIDATES,
     within the study's exact time) and the first that meets every target exactly is chosen; else the fast choice,
-    its figures exact where the budget reaches."""
+    its figures exact where the budget reaches. The exact evaluations are kept in `checked` by caps."""
     best, status, reason = _choose(study, evaluations)
     if not best.stable:
         return best, status, reason
@@ -452,30 +457,29 @@ def _choose_exact(
         key=lambda e: (e.mean_power_w, weighted_response(e)),
     )[:MAX_EXACT_CANDIDATES]
     deadline = time.monotonic() + budget.study_s
-    checked = []
     for e in near:
         if time.monotonic() > deadline:
             break
-        x = evaluate(study, e.caps, budget)
-        checked.append(x)
+        x = checked[e.caps] = evaluate(study, e.caps, budget)
         if _worst_ratio(study, x) <= 1.0 + TARGET_RTOL:
             return x, StudyStatus.ok, None
     if checked:
-        return _choose(study, checked)
+        return _choose(study, list(checked.values()))
     return _choose(study, list(refined(study, [best], budget)))
 
 
 def _exact_front(
-    study: Study, front: tuple[FrontPoint, ...], best: Evaluation, budget: ExactBudget
+    study: Study, front: tuple[FrontPoint, ...], checked: dict[tuple[float, ...], Evaluation], budget: ExactBudget
 ) -> tuple[FrontPoint, ...]:
     """The stored front's points with the exact engine's responses where its time reaches (each point says
-    whether its figures are exact); the chosen caps' evaluation is reused."""
+    whether its figures are exact); the evaluations `checked` already holds (the chosen caps' among them) are
+    reused."""
     deadline = time.monotonic() + budget.study_s
     out = []
     for point in front:
         caps = tuple(point.caps[k.name] for k in study.classes)
-        if caps == best.caps:
-            e = best
+        if caps in checked:
+            e = checked[caps]
         elif time.monotonic() > deadline:
             out.append(point)
             continue
