@@ -215,9 +215,7 @@ class MilpPolicy:
         # "progress" / "finish_time": the gradient of the queue's fairness objective over the night
         # (optsched.night.fairness), instead of the priority weights.
         self.fair = weighting if weighting in FAIR_WEIGHTINGS else None
-        # The fairness weights of the last view: one event asks for them once per job, and each call would
-        # otherwise rebuild every job's weight (n^2 per event).
-        self._fair_view: View | None = None
+        # This event's fairness weights, built once by _decide (each job's entry asks for its own).
         self._fair_weights: dict[int, float] = {}
 
     def decide(self, view: View) -> Decision:
@@ -264,6 +262,8 @@ class MilpPolicy:
         return grown
 
     def _decide(self, view: View) -> Decision:
+        if self.fair is not None:
+            self._fair_weights = fair_weights(view, self.fair)
         fleet = view.fleet
         running = [self._running_entry(view, r) for r in view.running]
         waiting, due = self._waiting_entries(view)
@@ -389,8 +389,6 @@ class MilpPolicy:
 
     def _weight(self, view: View, j: int, remaining: float) -> float:
         if self.fair is not None:
-            if self._fair_view is not view:
-                self._fair_view, self._fair_weights = view, fair_weights(view, self.fair)
             return self._fair_weights[j]
         return _weight(view, j, remaining) if self.wsrpt else view.fleet.jobs[j].objective_weight
 

@@ -229,17 +229,18 @@ def _generate_and_solve(
         # those with a column near the LP: a MILP of a few hundred columns, not of every job's.
         # Only those the rounded plan kept too: the rounded plan is then a solution (its warm start), where fixing
         # every integral column left no room for a fractional must-run job (racks3 2,000 x 144: infeasible).
+        # (solve_mip adds the rounded plan's columns the master lacks: they are outside the LP's masks.)
         integral = master.integral()
-        master.add_counts(rounded)
         in_plan = np.zeros(len(integral), dtype=bool)
         for key in master.columns_in(rounded):
-            if master.index[key] < len(integral):
-                in_plan[master.index[key]] = True
+            at = master.index.get(key)
+            if at is not None and at < len(integral):
+                in_plan[at] = True
         integral &= in_plan
-        jobs = np.asarray(master.column_job, dtype=np.int64)
+        owner = np.asarray(master.column_job[: len(integral)], dtype=np.int64)
         whole = np.zeros(master.jobs, dtype=bool)
-        whole[jobs[: len(integral)][integral]] = True
-        keep = master.near_lp(NEAR_LP_SHARE) & ~whole[jobs[: len(integral)]]
+        whole[owner[integral]] = True
+        keep = master.near_lp(NEAR_LP_SHARE) & ~whole[owner]
         result = master.solve_mip(
             budget.share(FIXED_SHARE).deadline, mip_gap, rounded, consider, threads, keep=keep, fix=integral
         )

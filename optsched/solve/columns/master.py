@@ -86,12 +86,7 @@ class ColumnMaster:
         G, base_budget = len(self.members), len(self.members) + self.groups
         for j, column in fresh:
             self.index[(j, column)] = len(self.columns)
-            devices = np.zeros(self.groups)
-            watts = np.zeros(self.budget_rows)
-            for k, n in column:
-                g = self.a.level_group[k]
-                devices[g] += n
-                watts += n * self.extra[k] * self.member[g]
+            devices, watts = self.usage(column)
             starts.append(len(index))
             rows = (
                 [int(self.row[j])] + [G + g for g in np.flatnonzero(devices).tolist()]
@@ -251,13 +246,13 @@ class ColumnMaster:
 
     # -- the LP's integer neighbourhood -------------------------------------------------------------------------
 
-    def usage(self, column: Column) -> tuple[dict[int, int], np.ndarray]:
+    def usage(self, column: Column) -> tuple[np.ndarray, np.ndarray]:
         """A column's devices per group and extra watts per budget (its rows in the master)."""
-        devices: dict[int, int] = {}
+        devices = np.zeros(self.groups)
         watts = np.zeros(self.budget_rows)
         for k, n in column:
-            g = int(self.a.level_group[k])
-            devices[g] = devices.get(g, 0) + n
+            g = self.a.level_group[k]
+            devices[g] += n
             watts += n * self.extra[k] * self.member[g]
         return devices, watts
 
@@ -273,18 +268,17 @@ class ColumnMaster:
         completes the plan, optsched.solve.construct). None without an LP solution."""
         if len(self.lp_x) == 0 or len(self.members) != self.jobs:
             return None
-        devices_left = self.a.count.astype(np.int64).copy()
+        devices_left = self.a.count.astype(np.float64)  # whole counts, exact in floats
         watts_left = self.headroom.copy()
         taken: dict[int, int] = {}
 
         def take(c: int) -> bool:
             devices, watts = self.usage(self.columns[c])
-            if any(devices_left[g] < n for g, n in devices.items()):
+            if np.any(devices > devices_left):
                 return False
             if np.any(watts > watts_left + WATT_TOL * np.maximum(1.0, np.abs(watts_left))):
                 return False
-            for g, n in devices.items():
-                devices_left[g] -= n
+            devices_left[:] -= devices
             watts_left[:] -= watts
             taken[self.column_job[c]] = c
             return True
