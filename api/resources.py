@@ -12,7 +12,7 @@ from flask import Response, current_app, request
 from flask_openapi3 import APIBlueprint, Tag
 
 from api.costs import chart_size, check_chart
-from api.drawing import ChartDrawer, ChartUnavailable
+from api.drawing import ChartDrawer, ChartRefused, ChartUnavailable
 from api.errors import ApiProblem, problem_doc
 from api.guards import UNAUTHORIZED, V1_SECURITY, arrival, require_json_body
 from api.schemas import resource_model
@@ -177,12 +177,16 @@ def chart_response(spec: KindSpec, resource_id: str, chart: Chart, name: str | N
     etag = f"{record.id}-{name}-{record.finished_at.timestamp() if record.finished_at else 0:.6f}"
 
     def document() -> Any:
-        """The validated result, when it has a chart this server draws; else 409."""
+        """The validated result, when it has a chart this server draws; else a 409, kept for this key (a
+        finished result never changes, nor does this server's size table until it restarts)."""
         result = getattr(resource_model(spec).of(record), spec.result_field)
         why = ended_without_result(record) if result is None else chart.missing(result)
-        if why is not None:
-            raise ApiProblem(409, f"the {spec.noun} has no {name}: {why}")  # it exists; its state has no chart
-        check_chart(name, chart_size(draw, result))
+        try:
+            if why is not None:
+                raise ApiProblem(409, f"the {spec.noun} has no {name}: {why}")  # it exists; its state has no chart
+            check_chart(name, chart_size(draw, result))
+        except ApiProblem as problem:
+            raise ChartRefused(problem) from None
         return result
 
     if request.if_none_match.contains(etag):
@@ -201,8 +205,9 @@ def ended_without_result(record: PlanRecord) -> str:
 
 
 def render(key: str, draw: Callable[[Any], bytes], document: Callable[[], Any]) -> bytes:
-    """The chart drawn apart from the HTTP process (api/drawing.py), or 503 with Retry-After when it cannot be now;
-    `document()` is called only when the drawing starts (ChartDrawer.png_of)."""
+    """The chart drawn apart from the HTTP process (api/drawing.py), or 503 with Retry-After when it cannot be now,
+    or the 409 `document()` raised for this key (ChartRefused); `document()` is called only when the drawing
+    starts (ChartDrawer.png_of)."""
     drawer = current_app.extensions.get(CHART_DRAWER)
     if drawer is None:
         drawer = current_app.extensions.setdefault(
@@ -212,3 +217,5 @@ def render(key: str, draw: Callable[[Any], bytes], document: Callable[[], Any]) 
         return drawer.png_of(key, draw, document)
     except ChartUnavailable as exc:
         raise ApiProblem(503, str(exc), headers={"Retry-After": str(exc.retry_after_s)}) from None
+    except ChartRefused as exc:
+        raise exc.answer from None

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from api.costs import _CHART_SIZES, chart_size, check_chart
-from api.drawing import WAITING_PER_SLOT, ChartDrawer, ChartUnavailable
+from api.drawing import WAITING_PER_SLOT, ChartDrawer, ChartRefused, ChartUnavailable
 from api.errors import ApiProblem
 from api.resources import CHART_DRAWER
 from api.schemas import resource_model
@@ -48,6 +48,32 @@ def test_a_queueing_front_too_long_to_draw_is_not_drawn(make_app):
         with pytest.raises(ApiProblem) as info:
             check_chart("mystery.png", chart_size(slow_png, small))  # a chart without a size is not drawn
         assert info.value.status == 409
+
+
+def test_a_chart_too_large_to_draw_is_refused_once_per_key_and_that_verdict_kept():
+    """A storm of GETs of a 1,000-job chart validated the result once per admitted request, only to find it too
+    large every time (/healthz p99 1.15 s): the refusal is kept by key, `prepare` runs once, no process starts."""
+    drawer = ChartDrawer(workers=1, timeout_s=2.0)
+    prepared: list[int] = []
+
+    def too_large() -> Any:
+        prepared.append(1)
+        raise ChartRefused(ApiProblem(409, "placement.png is not drawn for this size"))
+
+    try:
+        for _ in range(5):
+            with pytest.raises(ChartRefused) as info:
+                drawer.png_of("big", slow_png, too_large)
+            assert isinstance(info.value.answer, ApiProblem) and info.value.answer.status == 409
+        assert prepared == [1]
+        with pytest.raises(ChartUnavailable):  # another failure is not kept: the next request tries again
+            drawer.png_of("other", slow_png, lambda: (_ for _ in ()).throw(ChartUnavailable("busy")))
+        with pytest.raises(ChartRefused):
+            drawer.png_of("other", slow_png, too_large)
+        assert prepared == [1, 1]
+        assert drawer._idle.qsize() == 1 and drawer._idle.get_nowait() is None  # no drawing process was started
+    finally:
+        drawer.stop()
 
 
 @pytest.mark.slow
