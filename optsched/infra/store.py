@@ -20,7 +20,7 @@ import re
 import stat
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import Enum
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
+    Connection,
     Engine,
     and_,
     create_engine,
@@ -244,15 +245,8 @@ class PlanStore:
 
     def usage(self, team: str) -> Usage:
         """What the team holds (`Usage`), in one query."""
-        final = plans.c.status.in_([s.value for s in FINAL_STATES])
-        query = select(
-            func.count().filter(plans.c.status.in_([s.value for s in UNFINISHED])),
-            func.coalesce(func.sum(plans.c.stored_bytes), 0),
-            func.min(plans.c.finished_at).filter(final),
-        ).where(plans.c.team == team)
         with self.engine.connect() as c:
-            unfinished, stored, oldest = c.execute(query).one()
-        return Usage(unfinished=int(unfinished or 0), stored_bytes=int(stored or 0), oldest_finished_at=oldest)
+            return _usage(c, team)
 
     def list(
         self,
@@ -351,10 +345,15 @@ class PlanStore:
         kind: str = FIRST_KIND,
         params: dict[str, Any] | None = None,
         team: str = DEFAULT_TEAM,
+        admit: Callable[[Usage], None] | None = None,
     ) -> tuple[PlanRecord, bool]:
         """Store a queued resource of `team`; with a key the team already used (for any kind), return that one
         instead (second item False: the caller compares kind, workload and params to tell a retry from a reused
-        key). Keys are the team's own: another team's key is another key."""
+        key). Keys are the team's own: another team's key is another key.
+
+        `admit(usage)` is called with what the team holds, in the transaction of the insert and under the team's
+        lock (`_lock_team`), and raises to refuse it: so two concurrent creates of one team cannot both pass a
+        share or quota that only one of them fits in (checked before the insert, in its own statement, they did)."""
         if idempotency_key is not None:
             existing = self.get_by_key(idempotency_key, team)
             if existing is not None:
@@ -388,6 +387,9 @@ class PlanStore:
         }
         try:
             with self.engine.begin() as c:
+                if admit is not None:
+                    _lock_team(c, team)
+                    admit(_usage(c, team))
                 c.execute(insert(plans).values(**values))
         except IntegrityError:
             # A concurrent request with the same key won the insert.
@@ -539,6 +541,39 @@ class PlanStore:
                 select(plans).where(plans.c.status == JobState.solving.value, plans.c.started_at < older_than)
             )
             return [PlanRecord.from_row(r) for r in rows]
+
+
+def _usage(c: Connection, team: str) -> Usage:
+    """What the team holds, read on the connection `c` (inside its transaction when it has one)."""
+    final = plans.c.status.in_([s.value for s in FINAL_STATES])
+    query = select(
+        func.count().filter(plans.c.status.in_([s.value for s in UNFINISHED])),
+        func.coalesce(func.sum(plans.c.stored_bytes), 0),
+        func.min(plans.c.finished_at).filter(final),
+    ).where(plans.c.team == team)
+    unfinished, stored, oldest = c.execute(query).one()
+    return Usage(unfinished=int(unfinished or 0), stored_bytes=int(stored or 0), oldest_finished_at=oldest)
+
+
+def _lock_team(c: Connection, team: str) -> None:
+    """Hold, until the transaction on `c` ends, a lock that other creates of `team` wait for before they read what
+    it holds. PostgreSQL: a transaction-level advisory lock keyed by the team (other teams do not wait; each
+    statement of READ COMMITTED then sees what the last holder committed). SQLite: the database's write lock, taken
+    by a write that changes nothing (pysqlite begins the transaction before it), since SQLite has one writer at a
+    time anyway; a read before it would run outside the write transaction. Other databases: a row lock on the
+    team's rows (SELECT ... FOR UPDATE), which does not stop a first insert racing another."""
+    dialect = c.dialect.name
+    if dialect == "postgresql":
+        c.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(team, TEAM_LOCK_SEED))))
+    elif dialect == "sqlite":
+        c.execute(update(plans).where(plans.c.id.is_(None)).values(id=plans.c.id))
+    else:
+        c.execute(select(plans.c.id).where(plans.c.team == team).with_for_update())
+
+
+# The seed of the advisory lock keys of teams: the locks of another application on the same database, keyed by
+# other numbers, never meet ours by chance more than any two 64-bit hashes do.
+TEAM_LOCK_SEED = 0x6F7074  # "opt"
 
 
 # A page cursor: the last record's submission time in microseconds since the epoch (UTC) and its id. Any text of

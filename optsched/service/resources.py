@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from optsched.infra.queue import SolveQueue
@@ -48,22 +49,24 @@ def submit(
 
     With a key the team used already, the earlier resource is returned (IdempotencyConflict when it was for another
     kind, document or parameters) unless its state is in `replace_states`, in which case it is replaced by a
-    new one (batch reruns solve again what failed or was cancelled). A new resource is first admitted
-    (`admission`: TeamQueueFull past the team's queue share, QuotaExceeded past its storage quota); a retry of a
-    stored one is answered whatever the team holds.
+    new one (batch reruns solve again what failed or was cancelled). A new resource is admitted (`admission`:
+    TeamQueueFull past the team's queue share, QuotaExceeded past its storage quota) in the transaction that
+    inserts it; a retry of a stored one is answered whatever the team holds.
     """
     params = params or {}
     replace = tuple(replace_states)
+    # Admitted in the insert's transaction, under the team's lock: concurrent submits cannot both pass a share.
+    admit = None if admission is None else partial(admission.judge, team)
     existing = store.get_by_key(idempotency_key, team) if idempotency_key is not None else None
-    if admission is not None and (existing is None or existing.status in replace):
-        admission.check(store, team)
     if existing is not None:
         record, created = existing, False
     else:
-        record, created = store.create(document, idempotency_key, kind=kind.name, params=params, team=team)
+        record, created = store.create(document, idempotency_key, kind=kind.name, params=params, team=team,
+                                       admit=admit)
     if not created and record.status in replace:
         store.delete(record.id, states=replace)
-        record, created = store.create(document, idempotency_key, kind=kind.name, params=params, team=team)
+        record, created = store.create(document, idempotency_key, kind=kind.name, params=params, team=team,
+                                       admit=admit)
     if not created:
         if (record.kind, canonical(record.workload), canonical(record.params or {})) != (
             kind.name, canonical(document), canonical(params)

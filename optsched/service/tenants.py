@@ -6,7 +6,7 @@ stays and is the team `default` (both may be set). Every stored resource belongs
 to it. A service refuses to start without a token, or with one shorter than MIN_TOKEN_CHARS, unless
 `OPTSCHED_AUTH=off` says so explicitly: then everything is the `default` team's and a warning is logged at start.
 
-What a team may hold (`Admission`, checked before a resource is stored):
+What a team may hold (`Admission`, checked in the transaction that stores a resource):
 - with two teams or more, its share of the solve queue: QUEUE_SIZE // teams resources waiting or solving (at
   least one), so the shares add up to at most the queue and a team within its share always gets in however much
   the others hold (`TeamQueueFull`, a 429, past it); a lone team has the whole queue (503 when it is full);
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from optsched.infra.store import DEFAULT_TEAM, PlanStore
+from optsched.infra.store import DEFAULT_TEAM, Usage
 from optsched.infra.tables import TEAM_LENGTH
 from optsched.schema.errors import OptschedError
 from optsched.service.settings import ConfigError
@@ -169,9 +169,9 @@ class Admission:
         return cls(share=tenants.queue_share(settings["QUEUE_SIZE"]),
                    quota_bytes=int(quota * 2**20) if quota else None, ttl_s=float(ttl) if ttl else None)
 
-    def check(self, store: PlanStore, team: str) -> None:
-        """TeamQueueFull or QuotaExceeded when `team` may store no more now (one query)."""
-        usage = store.usage(team)
+    def judge(self, team: str, usage: Usage) -> None:
+        """TeamQueueFull or QuotaExceeded when a team holding `usage` may store no more. PlanStore.create calls it
+        (`admit`) in the insert's transaction, under the team's lock, so that the check and the insert are one."""
         if self.share is not None and usage.unfinished >= self.share:
             raise TeamQueueFull(team, self.share)
         if self.quota_bytes is not None and usage.stored_bytes >= self.quota_bytes:

@@ -5,13 +5,17 @@ chart, page and delete only their own resources, each within its share of the so
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 import pytest
 
 from api import create_app, services
 from api.throttle import Throttle
+from optsched.infra.store import PlanStore
+from optsched.schema.errors import OptschedError
 from optsched.service.settings import ConfigError
-from optsched.service.tenants import DEFAULT_TEAM, tenants_of
+from optsched.service.tenants import DEFAULT_TEAM, Admission, tenants_of
 from optsched.verify.placement import verify
 from tests.api.helpers import solve_now, tiny_workload
 
@@ -254,3 +258,48 @@ def test_metrics_with_teams_needs_a_teams_token_and_wrong_ones_are_guesses(make_
     for _ in range(2):
         problem(client.get("/metrics", headers={"Authorization": "Bearer guess-0123456789abcdef"}), 401)
     problem(client.get("/metrics", headers=A), 429)
+
+
+# -- 7: the share and the quota are checked in the insert's transaction ------------------------------------------
+
+# One resource fits: a share of one, or a quota the first tiny workload fills.
+ONE_FITS = {"share": Admission(share=1, quota_bytes=None, ttl_s=None),
+            "quota": Admission(share=None, quota_bytes=1, ttl_s=None)}
+
+
+def creates_racing(store: PlanStore, admission: Admission, team: str = "team-a") -> list[str]:
+    """Two creates of `team` started together, each admitted by `admission` 0.2 s after it read what the team
+    holds (the window in which two checks made before their inserts both passed): their outcomes, sorted."""
+
+    def dawdling(usage) -> None:
+        time.sleep(0.2)
+        admission.judge(team, usage)
+
+    start, outcomes = threading.Barrier(2), []
+
+    def create() -> None:
+        start.wait()
+        try:
+            store.create(tiny_workload(), team=team, admit=dawdling)
+            outcomes.append("created")
+        except OptschedError as exc:
+            outcomes.append(type(exc).__name__)
+
+    threads = [threading.Thread(target=create) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return sorted(outcomes)
+
+
+@pytest.mark.parametrize("limit, refusal", [("share", "TeamQueueFull"), ("quota", "QuotaExceeded")])
+def test_two_concurrent_submits_of_a_team_cannot_both_pass_its_share_or_quota_on_sqlite(tmp_path, limit, refusal):
+    store = PlanStore(f"sqlite:///{tmp_path}/race.db")
+    try:
+        assert creates_racing(store, ONE_FITS[limit]) == sorted(["created", refusal])
+        assert store.usage("team-a").unfinished == 1
+        store.create(tiny_workload(), team="team-b", admit=lambda usage: ONE_FITS[limit].judge("team-b", usage))
+        assert store.usage("team-b").unfinished == 1  # another team's room is its own
+    finally:
+        store.close()

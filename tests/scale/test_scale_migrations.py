@@ -15,6 +15,7 @@ from sqlalchemy import create_engine, inspect, text
 from optsched.infra.migrations import alembic_config, current_revision, head_revision
 from optsched.infra.store import JobState, PlanStore, metadata
 from tests.api.helpers import tiny_workload
+from tests.api.test_api_tenants import ONE_FITS, creates_racing
 
 pytestmark = pytest.mark.slow  # RQ workers on real Redis and PostgreSQL
 
@@ -178,3 +179,18 @@ def test_revision_0005_gives_rows_to_the_default_team_with_their_sizes_and_its_d
     with engine.begin() as c:
         command.upgrade(alembic_config(c), "head")  # and up again
     engine.dispose()
+
+
+@pytest.mark.parametrize("limit, refusal", [("share", "TeamQueueFull"), ("quota", "QuotaExceeded")])
+def test_two_concurrent_submits_of_a_team_cannot_both_pass_its_share_or_quota_on_postgresql(
+    pg_schema_url, limit, refusal
+):
+    """The team's advisory lock (optsched.infra.store, _lock_team) makes the check and the insert one; another
+    team does not wait for it."""
+    store = PlanStore(pg_schema_url)
+    try:
+        assert creates_racing(store, ONE_FITS[limit]) == sorted(["created", refusal])
+        assert store.usage("team-a").unfinished == 1
+        assert creates_racing(store, ONE_FITS[limit], team="team-b") == sorted(["created", refusal])
+    finally:
+        store.close()
