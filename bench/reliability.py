@@ -10,6 +10,7 @@ bench/results/reliability.json; the Markdown record is rendered from that file a
   feasible  2. 1,000 hypothesis workloads: every plan verifies, no baseline beats an optimal plan
   limits    3. body size, model size, document shape, queue bound, time limits (HiGHS obeying it or not)
   crash     4. SIGKILLs of the whole server at random moments and inside database writes
+  kinds     4. SIGKILLs of the server, its HTTP process or its solver processes with every kind in flight
   load      5. bench/load.py: 60 s, fixed mix, concurrency 32
   memory    6. 2,000 consecutive solves in one service, with and without worker recycling
   access    7. every route without the token, secrets in errors, file modes, ids
@@ -444,6 +445,203 @@ def section_crash(runs: int = 3, workloads: int = 100, kills: int = 10) -> dict[
     }
 
 
+# The kill of each cycle, in turn: the whole process group (a `kill -9` of the container), the HTTP process alone
+# (the supervisor forks a new one, which requeues what the old one left), the solver processes alone (the pool
+# replaces them and requeues their solves), and the whole group from inside a database commit (api/failpoints.py).
+KILL_MODES = ("server", "http", "solvers", "commit")
+
+
+def section_kinds(cycles: int = 8, seed: int = 25) -> dict[str, Any]:
+    """Issue 25: nothing lost across SIGKILLs of each kind of process, with a resource of every kind in flight.
+
+    Each cycle POSTs (each with its Idempotency-Key, retried across the kill until accepted) a plan, a night plan,
+    a frontier, a queueing study (a simulation), a re-plan of a finished plan and a synchronous /v1/verify, waits
+    until one of them solves (at most 20 s), 0-1 s more, and kills (KILL_MODES in turn). At the end every
+    accepted resource must be final (not lost, not stuck), each result verified where a verifier exists (plans and
+    re-plans: optsched.verify.placement, nights: optsched.verify.timeline; a frontier's points carry no plan, so
+    final with its points), one row per accepted resource, and PRAGMA integrity_check ok."""
+    import random
+    import signal
+
+    from api.examples import BODIES
+    from optsched.verify.placement import verify
+    from optsched.verify.timeline import verify_timeline
+    from tests.support.crash import FAILPOINT_SERVER, crash_workloads
+
+    rng = random.Random(seed)
+    plans = crash_workloads(cycles + 1, seed)
+    study = {**BODIES["createQueueingStudy"], "method": "simulation"}
+    documents = {
+        "night": ("/v1/night-plans", BODIES["createNightPlan"]),
+        "frontier": ("/v1/frontiers", BODIES["createFrontier"]),
+        "queueing": ("/v1/queueing-studies", study),
+    }
+    accepted: dict[str, tuple[str, Any]] = {}  # location -> (kind, what to verify it against)
+    in_flight_at_kill: Counter[str] = Counter()
+    kills: Counter[str] = Counter()
+    verifications: Counter[str] = Counter()
+    retried = 0
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as folder:
+        server = _server(Path(folder), "kinds", workers=2, command=FAILPOINT_SERVER,
+                         env={"OPTSCHED_SYNC_WAIT_S": "0"})
+        base = server.start()
+        restarting = threading.Lock()
+        failpoint_kills = 0
+
+        def restart_if_dead() -> None:
+            """A server that killed itself at its failpoint is started again (plain), once, whoever notices."""
+            nonlocal failpoint_kills
+            with restarting:
+                if not server.alive():
+                    failpoint_kills += 1
+                    server.kill()
+                    server.start()
+
+        def post(path: str, body: Any, key: str, deadline_s: float = 120) -> requests.Response:
+            """POST until the service answers (a kill cuts requests; the key makes the retry the same request)."""
+            nonlocal retried
+            deadline = time.monotonic() + deadline_s
+            while True:
+                try:
+                    return requests.post(f"{server.base}{path}", json=body, timeout=60,
+                                         headers={"Idempotency-Key": key, "Prefer": "respond-async"})
+                except requests.RequestException:
+                    retried += 1
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+                    restart_if_dead()
+
+        try:
+            parent = _poll(base + post("/v1/plans", plans[0], "parent").headers["Location"])
+            assert parent["status"] in ("optimal", "time_limit"), parent["status"]
+            for cycle in range(cycles):
+                mode = KILL_MODES[cycle % len(KILL_MODES)]
+                if mode == "commit":  # the next server kills itself at one of its first commits
+                    with restarting:
+                        server.kill()
+                        try:
+                            server.start(env={"OPTSCHED_TEST_KILL_AT": f"commit:{rng.randint(2, 12)}"})
+                        except RuntimeError:  # it killed itself in recovery's own commits
+                            failpoint_kills += 1
+                            server.kill()
+                            server.start()
+                submissions = [("plan", "/v1/plans", plans[cycle + 1], plans[cycle + 1]),
+                               ("replan", f"/v1/plans/{parent['id']}/replans", {}, None)]
+                submissions += [(kind, path, body, body) for kind, (path, body) in documents.items()]
+                checker = threading.Thread(
+                    target=lambda c=cycle: verifications.update(
+                        [str(post("/v1/verify", BODIES["verifyPlan"], f"verify-{c}").status_code)]))
+                checker.start()
+                for kind, path, body, against in submissions:
+                    response = post(path, body, f"{kind}-{cycle}")
+                    if response.status_code in (200, 201, 202):
+                        accepted[response.headers["Location"]] = (kind, against)
+                # The kill lands while a solve runs: up to 20 s for one to start, then 0-1 s into it.
+                waited = time.monotonic() + 20
+                while time.monotonic() < waited and "solving" not in _states(server, accepted).values():
+                    time.sleep(0.05)
+                time.sleep(rng.uniform(0.0, 1.0))
+                for location, state in _states(server, accepted).items():
+                    if state in ("queued", "solving"):
+                        in_flight_at_kill[f"{accepted[location][0]} {state}"] += 1
+                pids = server.pids()
+                if mode in ("server", "commit"):
+                    with restarting:
+                        failpoint_kills += mode == "commit" and not server.alive()
+                        server.kill()
+                        server.start()
+                else:
+                    for pid in pids["http"] if mode == "http" else pids["solvers"]:
+                        try:
+                            os.kill(pid, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+                kills[mode] += 1
+                checker.join(180)
+            deadline = time.monotonic() + 300
+            finals = {}
+            for location in accepted:
+                finals[location] = _poll_tolerant(server, location, deadline)
+        finally:
+            server.kill()
+        statuses: Counter[str] = Counter()
+        lost, unverified = [], []
+        for location, (kind, against) in accepted.items():
+            body = finals.get(location) or {}
+            status = body.get("status", "missing")
+            statuses[f"{kind} {status}"] += 1
+            if status in ("missing", "queued", "solving"):
+                lost.append(location)
+                continue
+            if not _verified(kind, body, against, verify, verify_timeline):
+                unverified.append(f"{location} ({status})")
+        with sqlite3.connect(Path(folder) / "kinds.db") as db:
+            rows = db.execute("SELECT COUNT(*) FROM plans").fetchone()[0]
+            integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
+    return {
+        "cycles": cycles,
+        "kills": dict(kills),
+        "kills_inside_a_commit": failpoint_kills,
+        "resources_in_flight_at_the_kills": dict(sorted(in_flight_at_kill.items())),
+        "accepted": len(accepted) + 1,  # and the parent plan
+        "lost": len(lost),
+        "lost_ids": lost,
+        "final_statuses": dict(sorted(statuses.items())),
+        "not_verified": unverified,
+        "verifications_answered": dict(verifications),
+        "requests_cut_by_kills_then_retried": retried,
+        "rows_in_database": rows,
+        "integrity_check": integrity,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+
+
+def _states(server: Any, accepted: dict[str, tuple[str, Any]]) -> dict[str, str]:
+    """Each accepted resource's status now (those the server did not answer for are left out)."""
+    out = {}
+    with requests.Session() as session:
+        for location in accepted:
+            try:
+                out[location] = session.get(f"{server.base}{location}", timeout=10).json()["status"]
+            except (requests.RequestException, ValueError, KeyError):
+                continue
+    return out
+
+
+def _poll_tolerant(server: Any, location: str, deadline: float) -> dict[str, Any]:
+    """The resource once final (or as it is at `deadline`), riding out a server restarting."""
+    body: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        try:
+            response = requests.get(f"{server.base}{location}", timeout=10)
+        except requests.RequestException:
+            time.sleep(0.2)
+            continue
+        if response.status_code == 404:
+            return {}
+        body = response.json()
+        if body.get("status") not in ("queued", "solving"):
+            return body
+        time.sleep(0.2)
+    return body
+
+
+def _verified(kind: str, body: dict[str, Any], against: Any, verify: Callable, verify_timeline: Callable) -> bool:
+    """The kind's result passes its verifier (a resource that ended without a result is not verified)."""
+    if kind == "plan":
+        return body.get("plan") is not None and verify(against, body["plan"]) == []
+    if kind == "replan":
+        result = body.get("replan")
+        return result is not None and verify(result["workload"], result["plan"]) == []
+    if kind == "night":
+        return body.get("night_plan") is not None and verify_timeline(against["queue"], body["night_plan"]) == []
+    if kind == "frontier":
+        return bool((body.get("frontier") or {}).get("points"))
+    return body.get("result") is not None
+
+
 # -- 5. load ------------------------------------------------------------------------------------------------
 
 
@@ -583,6 +781,7 @@ SECTIONS: dict[str, Callable[[], dict[str, Any]]] = {
     "feasible": section_feasible,
     "limits": section_limits,
     "crash": section_crash,
+    "kinds": section_kinds,
     "load": section_load,
     "memory": section_memory,
     "access": section_access,
@@ -924,6 +1123,37 @@ def _md_access(f: dict[str, Any]) -> list[str]:
     )
 
 
+def _md_kinds(f: dict[str, Any]) -> list[str]:
+    kills = ", ".join(f"{mode}: {n}" for mode, n in f["kills"].items())
+    return [
+        f"{f['cycles']} cycles on one SQLite file; each POSTs a plan, a night plan, a frontier, a queueing study (a "
+        "simulation), a re-plan (`{}`) of a finished plan and a synchronous /v1/verify, each with its Idempotency-Key "
+        "and retried across the kill until answered, waits until one of them solves, then SIGKILLs, in turn, the "
+        "whole server process group, its HTTP process alone, its solver processes alone, or the whole group from "
+        "inside a database commit.",
+        "",
+        *_table(
+            [
+                ("kills by what was killed", kills),
+                ("... of which the failpoint fired inside a commit", f["kills_inside_a_commit"]),
+                ("resources queued or solving at the kills (summed over the kills)",
+                 ", ".join(f"{k}: {v}" for k, v in f["resources_in_flight_at_the_kills"].items())),
+                ("requests cut by a kill, then retried with their Idempotency-Key",
+                 f["requests_cut_by_kills_then_retried"]),
+                ("resources accepted (the parent plan included)", f["accepted"]),
+                ("lost (404 or never final)", f["lost"]),
+                ("final statuses", ", ".join(f"{k}: {v}" for k, v in f["final_statuses"].items())),
+                ("final without a verified result", len(f["not_verified"])),
+                ("verifications answered", ", ".join(f"{k}: {v}" for k, v in f["verifications_answered"].items())),
+                ("rows in the database (one per accepted resource)", f["rows_in_database"]),
+                ("PRAGMA integrity_check", f["integrity_check"]),
+            ],
+            ("figure", "value"),
+        ),
+        *([""] + [f"Not verified: {', '.join(f['not_verified'])}"] if f["not_verified"] else []),
+    ]
+
+
 _SECTIONS_MD = (
     ("1a. Bad input never causes a 5xx: schemathesis", "fuzz", _md_fuzz),
     (
@@ -934,6 +1164,7 @@ _SECTIONS_MD = (
     ("2. Every plan is feasible; no baseline beats an optimal plan", "feasible", _md_feasible),
     ("3. Limits hold", "limits", _md_limits),
     ("4. Nothing is lost under crashes", "crash", _md_crash),
+    ("4b. Nothing is lost under crashes of each kind, with every kind in flight (issue 25)", "kinds", _md_kinds),
     ("5. Load", "load", _md_load),
     ("6. Memory is stable", "memory", _md_memory),
     ("7. Access control", "access", _md_access),
