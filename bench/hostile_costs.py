@@ -13,8 +13,11 @@ latency during the attack (p50, p99, max; a failed probe counts as its 5 s timeo
 - a night with 1,000 and with 10,000 device failures (checked in the HTTP process, then refused by the solve
   budget, where each failure and its repair is an event);
 - ids that look alike: "train" and "train" + U+E0020, "e" + U+0301 beside "é", a no-break space;
-- charts: 34 concurrent GETs of a fresh placement chart of the 1,000-job plan, and a cached chart fetched while
-  they run; the queueing study of 10 power levels and 4 classes without caps, its plot.png;
+- studies: a simulation on 1,000,000 devices; a simulation at load 0.999999 (does its result say it did not
+  settle?);
+- charts: rounds of 34 concurrent GETs of a fresh placement chart of the 400-job and the 1,000-job plan for at
+  least STORM_S, and a cached chart fetched while they run; the queueing study of 10 power levels and 4 classes
+  without caps, its plot.png;
 - SIGTERM while the chart attack runs: seconds until the server has exited.
 """
 
@@ -44,6 +47,10 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS_MD = ROOT / "bench" / "results" / "hostile-costs.md"
 TICKS = os.sysconf("SC_CLK_TCK")
 PROBE_TIMEOUT_S = 5.0
+# A chart storm lasts at least this long (rounds of 34 GETs): a probe every 50 ms gives 100 probes or more.
+STORM_S = 8.0
+# A refused attack is sent again and again for this long: its cost per request, and /healthz probed ~60 times.
+REPEAT_S = 3.0
 
 
 def cpu_s(pid: int) -> float:
@@ -117,14 +124,23 @@ class Watch:
         }
 
 
-def measure(server: LiveServer, folder: Path, name: str, attack: Callable[[], str]) -> dict[str, Any]:
+def measure(server: LiveServer, folder: Path, name: str, attack: Callable[[], str], repeat_s: float = 0.0
+            ) -> dict[str, Any]:
+    """One attack (sent again and again for `repeat_s`, so that /healthz is probed often enough during a cheap
+    one): its answers, and per request its wall time, CPU of the server's processes and growth of the folder."""
     root = server.process.pid
     cpu0, disk0 = group_cpu_s(root), folder_bytes(folder)
     started = time.monotonic()
+    answers: list[str] = []
     with Watch(server) as watch:
-        answer = attack()
-    row = {"attack": name, "answer": answer, "wall_s": time.monotonic() - started,
-           "cpu_s": group_cpu_s(root) - cpu0, "disk_mb": (folder_bytes(folder) - disk0) / 1e6, **watch.figures()}
+        answers.append(attack())
+        while time.monotonic() - started < repeat_s and server.alive():
+            answers.append(attack())
+    n = len(answers)
+    answer = answers[0] if len(set(answers)) == 1 else "; ".join(sorted(set(answers)))
+    row = {"attack": name, "answer": answer, "requests": n, "wall_s": (time.monotonic() - started) / n,
+           "cpu_s": (group_cpu_s(root) - cpu0) / n, "disk_mb": (folder_bytes(folder) - disk0) / 1e6 / n,
+           **watch.figures()}
     if not server.alive():  # the attack stopped the server: its processes' figures are gone
         row.update(cpu_s=None, disk_mb=None, p50_ms=None, p99_ms=None, max_ms=None)
     print(f"{name}: {answer} ({row['wall_s']:.1f} s, cpu {row['cpu_s']} s, p99 {row['p99_ms']} ms)", flush=True)
@@ -188,6 +204,16 @@ def hostile_study() -> dict[str, Any]:
     return {"study": study, "method": "analytic"}
 
 
+def simulation_study(devices: int, jobs_per_hour: float) -> dict[str, Any]:
+    """One class of 2-hour jobs on 2 devices each, simulated: the red team's 298-byte study at 1,000,000 devices."""
+    return {"study": {"name": "sim", "discipline": "preemptive",
+                      "devices": [{"id": "g", "model": "A100-SXM", "count": devices}],
+                      "classes": [{"name": "c", "priority": "normal", "arrival_rate_per_hour": jobs_per_hour,
+                                   "work_hours": {"mean": 2.0, "scv": 1.0}, "parallel_fraction": 1.0,
+                                   "devices_per_job": 2}]},
+            "method": "simulation"}
+
+
 def run(out: Path) -> None:
     load_start = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
@@ -208,13 +234,14 @@ def run(out: Path) -> None:
                 return requests.post(f"{base}/v1/plans/{parent['id']}/replans", json=change, timeout=120)
 
             rows.append(measure(server, folder, "re-plan adding 40,000 jobs to a 1-job plan",
-                                lambda: answer(post_replan(one, {"add_jobs": jobs(40_000, "n")}))))
+                                lambda: answer(post_replan(one, {"add_jobs": jobs(40_000, "n")})), REPEAT_S))
             repairs = {"device": "g", "count": 999_990}
             rows.append(measure(server, folder, "re-plan repairing 999,990 devices of a 4-device group",
-                                lambda: answer(post_replan(four, {"device_repairs": [repairs]}))))
+                                lambda: answer(post_replan(four, {"device_repairs": [repairs]})), REPEAT_S))
             not_running = {"pin": [idle[0]]} if idle else {"pin": ["j0"], "remove_jobs": []}
             rows.append(measure(server, folder, "re-plan pinning a job the plan does not run",
-                                lambda: answer(post_replan(four, not_running)) if idle else "(every job runs)"))
+                                lambda: answer(post_replan(four, not_running)) if idle else "(every job runs)",
+                                REPEAT_S))
 
             def empty_replan() -> str:
                 created = requests.post(f"{base}/v1/plans/{big['id']}/replans", data=b"{}",
@@ -229,7 +256,7 @@ def run(out: Path) -> None:
             for n in (1_000, 10_000):
                 rows.append(measure(server, folder, f"night with {n:,} device failures",
                                     lambda n=n: answer(requests.post(f"{base}/v1/night-plans", json=night(n),
-                                                                     timeout=120))))
+                                                                     timeout=120)), REPEAT_S))
             alike = workload(2, 4)
             alike["jobs"][1]["id"] = "j0\U000e0020"
             nbsp = workload(2, 4)
@@ -238,7 +265,8 @@ def run(out: Path) -> None:
             composed["jobs"][0]["id"], composed["jobs"][1]["id"] = "\u00e9", "e\u0301"
             for label, doc in (("'j0' + U+E0020", alike), ("a no-break space", nbsp), ("'é' twice (NFC)", composed)):
                 rows.append(measure(server, folder, f"ids that look alike: {label}",
-                                    lambda doc=doc: answer(requests.post(f"{base}/v1/plans", json=doc, timeout=60))))
+                                    lambda doc=doc: answer(requests.post(f"{base}/v1/plans", json=doc, timeout=60)),
+                                    REPEAT_S))
 
             def study_and_chart() -> str:
                 created = requests.post(f"{base}/v1/queueing-studies", json=hostile_study(), timeout=60)
@@ -252,19 +280,40 @@ def run(out: Path) -> None:
 
             rows.append(measure(server, folder, "queueing study: 10 power levels, 4 classes without caps",
                                 study_and_chart))
+            rows.append(measure(server, folder, "298-byte simulation study on 1,000,000 devices",
+                                lambda: answer(requests.post(f"{base}/v1/queueing-studies", timeout=60,
+                                                             json=simulation_study(1_000_000, 1.0))), REPEAT_S))
+
+            def near_unstable() -> str:
+                # 8 devices, one job of 2 h on 2 devices at a time: 4 servers of 2 h, so 2 jobs/h is a load of 1.
+                created = requests.post(f"{base}/v1/queueing-studies", json=simulation_study(8, 2.0 * 0.999999),
+                                        timeout=60)
+                if created.status_code != 202:
+                    return answer(created)
+                body = wait_final(base, created.headers["Location"])
+                text = str(body.get("result"))
+                flagged = [word for word in ("unstable", "not settle", "settled") if word in text]
+                return f"202, then {body['status']}; the result says: {', '.join(flagged) or 'nothing about it'}"
+
+            rows.append(measure(server, folder, "simulation at load 0.999999", near_unstable))
             cached = requests.get(f"{base}/plans/{four['id']}/placement.png", timeout=60)
             assert cached.status_code == 200, cached.status_code
 
             def chart_storm(parent: dict[str, Any]) -> Callable[[], str]:
                 def storm() -> str:
+                    # Rounds of 34 concurrent GETs for at least STORM_S, so that /healthz is probed 100 times or more.
                     url = f"{base}/plans/{parent['id']}/placement.png"
+                    codes, ends = [], time.monotonic() + STORM_S
                     with ThreadPoolExecutor(34) as pool:
                         futures = [pool.submit(requests.get, url, timeout=120) for _ in range(34)]
                         time.sleep(0.5)
                         started = time.monotonic()
                         again = requests.get(f"{base}/plans/{four['id']}/placement.png", timeout=120)
                         cached_s = time.monotonic() - started
-                        codes = [f.result().status_code for f in futures]
+                        codes += [f.result().status_code for f in futures]
+                        while time.monotonic() < ends:
+                            futures = [pool.submit(requests.get, url, timeout=120) for _ in range(34)]
+                            codes += [f.result().status_code for f in futures]
                     counts = {c: codes.count(c) for c in sorted(set(codes))}
                     return (f"{', '.join(f'{n} x {c}' for c, n in counts.items())}; a cached chart meanwhile: "
                             f"{again.status_code} in {cached_s:.2f} s")
@@ -308,16 +357,21 @@ def write(out: Path, rows: list[dict[str, Any]], load_start: tuple[float, ...], 
         "memory: peak resident set of the whole process group; disk: growth of the SQLite file and its WAL; "
         "/healthz: a probe every 50 ms during the attack (a failed probe counts as 5,000 ms)",
         "",
-        "| attack | answer | wall s | CPU s | peak MB | disk MB | /healthz p50 / p99 / max ms (probes) |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "- a refused attack is sent again and again for 3 s (`requests`): wall time, CPU and disk are per request; "
+        "a chart storm is rounds of 34 concurrent GETs for 8 s, its figures for the whole storm",
+        "",
+        "| attack | answer | requests | wall s | CPU s | peak MB | disk MB | /healthz p50 / p99 / max ms (probes) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         if r["cpu_s"] is None:
-            lines.append(f"| {r['attack']} | {r['answer']} | {r['wall_s']:.1f} | - | {r['peak_mb']:.0f} | - | - |")
+            lines.append(f"| {r['attack']} | {r['answer']} | {r['requests']} | {r['wall_s']:.2f} | - | "
+                         f"{r['peak_mb']:.0f} | - | - |")
             continue
         lines.append(
-            f"| {r['attack']} | {r['answer']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['peak_mb']:.0f} | "
-            f"{r['disk_mb']:.2f} | {r['p50_ms']:.0f} / {r['p99_ms']:.0f} / {r['max_ms']:.0f} ({r['probes']}) |"
+            f"| {r['attack']} | {r['answer']} | {r['requests']} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} | "
+            f"{r['peak_mb']:.0f} | {r['disk_mb']:.2f} | {r['p50_ms']:.0f} / {r['p99_ms']:.0f} / {r['max_ms']:.0f} "
+            f"({r['probes']}) |"
         )
     out.write_text("\n".join(lines) + "\n")
     print(f"wrote {out}")
