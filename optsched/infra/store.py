@@ -224,9 +224,12 @@ class PlanStore:
 
     # -- reads -------------------------------------------------------------------------------------
 
-    def get(self, plan_id: str, kind: str | None = None, team: str | None = None) -> PlanRecord | None:
-        """The record with this id (of this kind, of this team, when given), or None."""
-        query = select(plans).where(plans.c.id == plan_id)
+    def get(
+        self, plan_id: str, kind: str | None = None, team: str | None = None, *, documents: bool = True
+    ) -> PlanRecord | None:
+        """The record with this id (of this kind, of this team, when given), or None; without its workload and
+        result when `documents` is False (a 1,000-job plan's documents are about 1 MB of JSON to parse)."""
+        query = (select(plans) if documents else select(*_SUMMARY_COLUMNS)).where(plans.c.id == plan_id)
         if kind is not None:
             query = query.where(plans.c.kind == kind)
         if team is not None:
