@@ -576,7 +576,7 @@ def section_kinds(cycles: int = 8, seed: int = 25) -> dict[str, Any]:
                 lost.append(location)
                 continue
             if not _verified(kind, body, against, verify, verify_timeline):
-                unverified.append(f"{location} ({status})")
+                unverified.append(f"{location} ({status}: {body.get('error')})")
         with sqlite3.connect(Path(folder) / "kinds.db") as db:
             rows = db.execute("SELECT COUNT(*) FROM plans").fetchone()[0]
             integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
