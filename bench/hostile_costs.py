@@ -207,10 +207,13 @@ def hostile_study() -> dict[str, Any]:
 def simulation_study(devices: int, jobs_per_hour: float) -> dict[str, Any]:
     """One class of 2-hour jobs on 2 devices each, simulated: the red team's 298-byte study at 1,000,000 devices."""
     return {"study": {"name": "sim", "discipline": "preemptive",
-                      "devices": [{"id": "g", "model": "A100-SXM", "count": devices}],
+                      "devices": [{"id": "g", "model": "m", "count": devices,
+                                   "power_levels": [{"cap_w": 300.0, "speed": 1.0}]}],
                       "classes": [{"name": "c", "priority": "normal", "arrival_rate_per_hour": jobs_per_hour,
                                    "work_hours": {"mean": 2.0, "scv": 1.0}, "parallel_fraction": 1.0,
-                                   "devices_per_job": 2}]},
+                                   "devices_per_job": 2}],
+                      # 24 h: met by a run that stops before the queue settles, missed by far in the analysis.
+                      "targets": {"c": {"mean_response_hours": 24.0}}},
             "method": "simulation"}
 
 
@@ -285,15 +288,15 @@ def run(out: Path) -> None:
                                                              json=simulation_study(1_000_000, 1.0))), REPEAT_S))
 
             def near_unstable() -> str:
-                # 8 devices, one job of 2 h on 2 devices at a time: 4 servers of 2 h, so 2 jobs/h is a load of 1.
-                created = requests.post(f"{base}/v1/queueing-studies", json=simulation_study(8, 2.0 * 0.999999),
+                # 8 devices of speed 1, jobs of 2 h of work on 2 devices (parallel fraction 1: 1 h each): 4 servers
+                # of 1 h, so 4 jobs/h is a load of 1.
+                created = requests.post(f"{base}/v1/queueing-studies", json=simulation_study(8, 4.0 * 0.999999),
                                         timeout=60)
                 if created.status_code != 202:
                     return answer(created)
                 body = wait_final(base, created.headers["Location"])
-                text = str(body.get("result"))
-                flagged = [word for word in ("unstable", "not settle", "settled") if word in text]
-                return f"202, then {body['status']}; the result says: {', '.join(flagged) or 'nothing about it'}"
+                met = [c.get("meets_target") for c in (body.get("result") or {}).get("classes", [])]
+                return f"202, then {body['status']} (target met: {met})"
 
             rows.append(measure(server, folder, "simulation at load 0.999999", near_unstable))
             cached = requests.get(f"{base}/plans/{four['id']}/placement.png", timeout=60)
