@@ -359,7 +359,6 @@ def write(out: Path, rows: list[dict[str, Any]], load_start: tuple[float, ...], 
         "- CPU: the server's processes (HTTP process, solver and chart processes, with the children they reaped); "
         "memory: peak resident set of the whole process group; disk: growth of the SQLite file and its WAL; "
         "/healthz: a probe every 50 ms during the attack (a failed probe counts as 5,000 ms)",
-        "",
         "- a refused attack is sent again and again for 3 s (`requests`): wall time, CPU and disk are per request; "
         "a chart storm is rounds of 34 concurrent GETs for 8 s, its figures for the whole storm",
         "",
