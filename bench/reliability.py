@@ -1150,7 +1150,7 @@ def _md_kinds(f: dict[str, Any]) -> list[str]:
             ],
             ("figure", "value"),
         ),
-        *([""] + [f"Not verified: {', '.join(f['not_verified'])}"] if f["not_verified"] else []),
+        *([f"Final without a verified result: {'; '.join(f['not_verified'])}.", ""] if f["not_verified"] else []),
     ]
 
 
