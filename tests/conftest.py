@@ -32,6 +32,25 @@ def plan_checked(workload, **kwargs) -> optsched.Plan:
     return result
 
 
+# Under `make test`'s two processes these run in one of them, one after another: each starts a deployment of its own
+# (worker pools, Redis, PostgreSQL databases, a Slurm cluster on fixed ports) and times its leases and restarts.
+SERIAL = ("tests/scale/", "tests/outages/", "tests/slurm/", "tests/hardening/test_cancel_and_queue.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the SERIAL tests as one xdist group and collect them first: the group is the longest unit of work, and
+    started last it would leave the other process idle."""
+    root = config.rootpath
+
+    def serial(item: pytest.Item) -> bool:
+        return item.path.is_relative_to(root) and item.path.relative_to(root).as_posix().startswith(SERIAL)
+
+    for item in items:
+        if serial(item):
+            item.add_marker(pytest.mark.xdist_group("services"))
+    items.sort(key=lambda item: not serial(item))  # stable: each part keeps its order
+
+
 @pytest.fixture
 def checked():
     return plan_checked

@@ -134,13 +134,15 @@ def test_planner_on_the_column_path_matches_exhaustive_search(workload):
 def test_rack_workload_is_proven_within_its_gap_by_columns():
     # 200 jobs x 16 groups with per-rack budgets and a quarter hard jobs, pushed onto the column path.
     w = generate_racks("M", 0)
-    direct = optsched.plan(w, time_limit_s=60)
+    # The one MILP needs about a minute to prove this workload (columns: about 2 s); 5 s of it gives a plan and a
+    # valid, looser bound, which is all the bracket below needs.
+    direct = optsched.plan(w, time_limit_s=5)
     columns = optsched.plan(w, time_limit_s=60, options=SolveOptions(strategy="columns"))
     assert verify(w, columns) == [] and verify(w, direct) == []
     assert columns.timings["column_rounds"] >= 1
     assert columns.status == Status.optimal, (columns.status, columns.gap)
     assert columns.gap <= w.options.mip_gap * 1.1
-    # Both bounds are proven, so each plan is below the other's bound.
+    # Each bound holds whether or not its search ended, so each plan is below the other's bound.
     assert columns.objective <= direct.bound * (1 + 1e-6) and direct.objective <= columns.bound * (1 + 1e-6)
 
 

@@ -304,6 +304,7 @@ class Traffic:
     accepted: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     unaccepted: list[str] = field(default_factory=list)
     sent_keys: set[str] = field(default_factory=set)
+    long_keys: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _running: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
@@ -328,6 +329,11 @@ class Traffic:
         key = uuid.uuid4().hex
         return self._submit(key, data, time.monotonic() + self.drain_s)
 
+    def long_plans(self) -> set[str]:
+        """The ids of the accepted plans that solve for (most of) `long_s`."""
+        with self._lock:
+            return {plan_id for key, (plan_id, _) in self.accepted.items() if key in self.long_keys}
+
     def _note(self, method: str, status: int) -> None:
         with self._lock:
             self.statuses[status] += 1
@@ -340,9 +346,13 @@ class Traffic:
             with self._lock:
                 n = self._sent
                 self._sent += 1
-            data = long_workload(n, self.long_s) if n % self.long_every == 0 else small_workload(n)
+            long = n % self.long_every == 0
+            data = long_workload(n, self.long_s) if long else small_workload(n)
             data["name"] = f"outage-{n}"
             key = uuid.uuid4().hex
+            if long:
+                with self._lock:
+                    self.long_keys.add(key)
             self._submit(key, data, time.monotonic() + self.drain_s, session)
             time.sleep(self.pace_s * (0.5 + rng.random()))
 
@@ -474,8 +484,9 @@ class Deployment:
         counts = self.counts()
         return counts["solving"] >= 1 and counts["queued"] + counts["solving"] >= 2
 
-    def wait_for_solving_pool(self, timeout_s: float = 60) -> subprocess.Popen:
-        """A worker pool whose horse holds a lease (it is solving) right now."""
+    def wait_for_solving_pool(self, timeout_s: float = 60, plans: Callable[[], set[str]] | None = None
+                              ) -> subprocess.Popen:
+        """A worker pool whose horse holds a lease (it is solving) right now, of one of `plans()` if given."""
         from redis import Redis
 
         from optsched.infra.rq.lease import Lease
@@ -487,6 +498,8 @@ class Deployment:
                 for key in r.scan_iter(match="optsched:outages:lease:*"):
                     lease = Lease.loads(r.get(key))
                     if lease is None or lease.job.startswith("spooled"):
+                        continue
+                    if plans is not None and key.decode().rsplit(":", 1)[-1] not in plans():
                         continue
                     sid = os.getsid(lease.pid)
                     found[:] = [p for p in self.fleet.alive() if p.pid == sid]
@@ -697,7 +710,9 @@ def worker_killed(deployment: Deployment, **traffic_options: Any) -> OutageRepor
     traffic = Traffic(deployment.api.base, **traffic_options).start()
     try:
         _cut_while_in_flight(deployment, traffic, report)
-        victim = deployment.wait_for_solving_pool()
+        # A pool solving a long plan: a small one can end between finding its lease and the kill (seen on a busy
+        # machine), and then nothing is solved again.
+        victim = deployment.wait_for_solving_pool(plans=traffic.long_plans)
         cut = time.monotonic()
         deployment.fleet.kill(victim)
         deployment.ensure_workers()
