@@ -205,17 +205,16 @@ def _generate_and_solve(
         stats.pricing_s = time.monotonic() - started
         return stats
     sigma, mu, lam = duals
-    # The bound first, the plans after: the closed form with every multiplier at the last duals and at the center
-    # (the rounds price with one, FILTER_SHARES: 10,000 x 100, 126,645 at the center against 85,907 with all),
-    # and, when the rounds ran out of time, the Lagrangian minimised from the center (`_final_bound`).
+    # The bound first, the plans after: the closed form with every multiplier at the last duals and, when the
+    # rounds ran out of time, the Lagrangian minimised from the center (`_final_bound`; the rounds price with one
+    # multiplier, FILTER_SHARES: 10,000 x 100, 126,645 at the center against 85,907 with all).
+    closed, upper = bounds.bound(mu, lam, NU_SHARES)
     if not (stats.converged or stats.early_stop) and controls.final_bound > 0 and center is not None:
-        # (Not at the last duals too: with the LP still rising they are far off, 159,969 against 92,812 at the
-        # center at 10,000 x 100, and one evaluation there costs 1-2 s.)
-        mu, lam, closed, upper = _final_bound(
-            data, master, bounds, center, best()[1], budget.share(controls.final_bound), stats
-        )
-    else:
-        closed, upper = bounds.bound(mu, lam, NU_SHARES)
+        # The last duals may be the better point where the LP is near its optimum (racks 5,000 x 64) or far off
+        # (10,000 x 100: 159,969 against 92,812 at the center): the lesser of the two is refined.
+        found = _final_bound(data, master, bounds, center, best()[1], budget.share(controls.final_bound), stats)
+        if found[2] < closed:
+            mu, lam, closed, upper = found
     stats.bound = min(stats.bound, closed)
     on_bound(closed)
     # The LP rounded (its columns taken greedily by LP value, must-run jobs first; construct places the jobs left
