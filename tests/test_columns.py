@@ -18,7 +18,8 @@ from optsched.model.objectives import OBJECTIVES
 from optsched.solve import highs
 from optsched.solve.bound import NU_SHARES
 from optsched.solve.budget import TimeBudget
-from optsched.solve.columns import ColumnMaster, Controls, JobBounds, Pricing, solve_by_columns
+from optsched.solve.columns import ColumnMaster, ColumnStats, Controls, JobBounds, Pricing, solve_by_columns
+from optsched.solve.columns.generation import Center, _final_bound
 from optsched.solve.construct import construct
 from optsched.solve.extract import exact_speedups, extract, weighted
 from optsched.testing.instances import generate_racks
@@ -179,6 +180,29 @@ def test_timed_refinement_sizes_its_blocks_without_changing_the_bound():
     timed = bounds.refined_bound(sigma, mu, lam, upper, deadline=time.monotonic() + 3600.0)
     assert untimed < float(mu @ master.a.count + lam @ master.headroom + np.maximum(upper, 0).sum())
     assert timed == untimed
+
+
+@pytest.mark.slow
+@given(priced_workloads())
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_final_bound_from_the_center_is_no_worse_and_never_below_the_optimum(case):
+    # The time limit ends the rounds: the bound minimised from the stability center (any prices) may only lower
+    # the center's and never below what exhaustive search finds.
+    w, mu, lam = case
+    if w.objective != "weighted_speedup":
+        return
+    optimum, _ = brute_force(w)
+    data = ModelData(w)
+    master = ColumnMaster(data)
+    bounds = JobBounds(master)
+    center = Center(bounds.bound(*_duals(data, mu, lam))[0], *_duals(data, mu, lam))
+    stats = ColumnStats()
+    mu_f, lam_f, found, upper = _final_bound(data, master, bounds, center, 0.0, TimeBudget.of(0.02), stats)
+    assert found <= center.bound * (1 + 1e-9) + 1e-9 and stats.final_evaluations >= 1
+    # The per-job parts (which the refinement starts from) are those of the bound at the prices returned.
+    assert found == pytest.approx(float(mu_f @ master.a.count + lam_f @ master.headroom + upper.sum()), rel=1e-9)
+    if optimum is not None:
+        assert found >= optimum - 1e-6 * max(1.0, abs(optimum))
 
 
 # -- the rounds' machinery: partial pricing, column management, smoothing, early stop --------------------------

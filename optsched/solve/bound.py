@@ -162,25 +162,39 @@ class Lagrangian:
     best so far), in scaled coordinates x = (mu x count, lambda x budget headroom); a few Polyak steps towards a
     plan's value first find the region of good prices. `run` may be called again to go on where it stopped."""
 
-    def __init__(self, data: ModelData):
-        self.relax = Relaxation(data)
+    def __init__(
+        self, data: ModelData, *, relax: Relaxation | None = None,
+        start: tuple[np.ndarray, np.ndarray] | None = None, shares: tuple[float, ...] = NU_SHARES,
+    ):
+        """`relax`: a Relaxation of `data` to share; `start`: the prices (mu, lambda) to start from (column
+        generation's last duals) instead of zero; `shares`: the closed form's device-count multipliers (fewer are
+        cheaper per evaluation, every evaluation is still a valid bound)."""
+        self.relax = relax if relax is not None else Relaxation(data)
         a = self.relax.a
         self.groups = len(a.count)
+        self.shares = shares
         self.scale = np.concatenate(
             (np.maximum(a.count.astype(np.float64), 1.0), np.maximum(np.abs(self.relax.headroom), 1.0))
         )
-        self.center = np.zeros(len(self.scale))
+        self.center = np.zeros(len(self.scale)) if start is None else np.concatenate(start) * self.scale
         self.best = math.inf
         self.cuts: list = []
         self.radius: float | None = None
 
     def _evaluate(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         a, g = self.relax.a, self.groups
-        value, devices, watts = self.relax.evaluate(x[:g] / self.scale[:g], x[g:] / self.scale[g:])
+        value, devices, watts, _ = self.relax.evaluate_jobs(
+            x[:g] / self.scale[:g], x[g:] / self.scale[g:], shares=self.shares
+        )
         self.cuts.append((value, np.concatenate((a.count - devices, self.relax.headroom - watts)) / self.scale, x))
         if value < self.best:
             self.best, self.center = value, x
         return value, self.cuts[-1][1]
+
+    def multipliers(self) -> tuple[np.ndarray, np.ndarray]:
+        """(mu, lambda) at the least D found (the start, or zero, before any evaluation)."""
+        g = self.groups
+        return self.center[:g] / self.scale[:g], self.center[g:] / self.scale[g:]
 
     def prices(self) -> np.ndarray | None:
         """mu_g + lambda . (cap - idle) over the budgets g draws from, per kept level, at the best prices."""
