@@ -12,10 +12,11 @@ failures, integrality) is left out: each only takes away from what a timeline ca
   min(1, (hours - release_j) S*_j / W_j), W_j x_j <= sum_g s_jg y_jg, sum_j y_jg <= count_g x hours. Any
   timeline's time-averaged device-hours and progress by morning satisfy every row, so its fairness is at most z*.
 * Largest rho over finished jobs (the summary's `max_rho`), when every job finishes: the makespan C is at least
-  C* = min C s.t. W_j <= sum_g s_jg y_jg, sum_j y_jg <= count_g (C - r0), C >= release_j + W_j / S*_j (r0 the
+  C* = min C s.t. W_j <= sum_g s_jg y_jg, sum_j y_jg <= count_g (C - r0), C >= F_j (r0 the
   earliest release); the job finishing last has rho >= (C* - release_j) / T_j^equal for some j, and every job
-  has rho_j >= S_j^equal / S*_j (it cannot run faster than S*_j). So max rho >= max(max_j S_j^equal / S*_j,
-  min_j (C* - release_j) / T_j^equal).
+  has rho_j >= (F_j - release_j) / T_j^equal, F_j its earliest finish: after its release and its predecessors'
+  earliest finishes (`after`), at S*_j. So max rho >= max(max_j (F_j - release_j) / T_j^equal,
+  min_j (C* - release_j) / T_j^equal), with C* >= max_j F_j.
 """
 
 from __future__ import annotations
@@ -104,6 +105,29 @@ def fairness_upper_bound(
     return None if value is None else -value * (1 + SAFETY) + SAFETY
 
 
+def earliest_finishes(queue: NightQueue, fleet: Fleet) -> list[float]:
+    """Per job the earliest it can finish (hours): its release or its predecessors' earliest finishes, whichever
+    is later, plus its work at its best speedup (`after`: no progress before every predecessor is done)."""
+    preds = fleet.predecessors
+    waiting = [len(p) for p in preds]
+    successors: list[list[int]] = [[] for _ in queue.jobs]
+    for j, ps in enumerate(preds):
+        for i in ps:
+            successors[i].append(j)
+    ready = [j for j, n in enumerate(waiting) if n == 0]
+    start = [job.release_hours for job in queue.jobs]
+    finish = [0.0] * len(queue.jobs)
+    while ready:  # Kahn's order: a job's start is final once every predecessor is
+        j = ready.pop()
+        finish[j] = start[j] + queue.jobs[j].work_hours / fleet.best_speedup(j)
+        for k in successors[j]:
+            start[k] = max(start[k], finish[j])
+            waiting[k] -= 1
+            if waiting[k] == 0:
+                ready.append(k)
+    return finish
+
+
 def _column(cost: list[float], lower: list[float], upper: list[float], top: float) -> int:
     """A new column in [0, top] without cost; its index."""
     cost.append(0.0)
@@ -121,9 +145,10 @@ def max_rho_lower_bound(
     if not queue.jobs or any(s <= 0 for s in equal):
         return None
     speeds = _device_hour_speeds(queue, fleet)
-    alone = max(s / fleet.best_speedup(j) for j, s in enumerate(equal))
+    finish = earliest_finishes(queue, fleet)
+    alone = max((finish[j] - job.release_hours) * equal[j] / job.work_hours for j, job in enumerate(queue.jobs))
     earliest = min(job.release_hours for job in queue.jobs)
-    least = max(job.release_hours + job.work_hours / fleet.best_speedup(j) for j, job in enumerate(queue.jobs))
+    least = max(finish)
     cost, lower, upper = [1.0], [least], [math.inf]  # column 0: C
     y = {key: _column(cost, lower, upper, math.inf) for key in speeds}
     rows: list[tuple[list[tuple[int, float]], float, float]] = [

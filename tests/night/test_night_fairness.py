@@ -196,3 +196,18 @@ def test_a_team_bound_counts_the_teams_summed_progress_over_its_share():
     assert bound.fairness_bound == pytest.approx(0.8, abs=1e-5)
     plan = night_checked(queue, hours=2)
     assert plan.summary.fairness is not None and plan.summary.fairness <= bound.fairness_bound
+
+
+def test_the_rho_bound_follows_dependency_chains():
+    # b after a, both 2 h of work on one device at most (S* = 1), 4 devices: b cannot finish before 4 h. With
+    # n = 2 the equal share is 2 devices, of which one is usable: T^equal = 2 h, so rho_b >= 4 / 2 = 2 (capacity
+    # alone says 1), and the plan that runs a then b meets it.
+    queue = workload(
+        [device("g", "m", 4, [(100, 1.0)])],
+        [job("a", work=2.0, p=1.0, max_devices=1), job("b", work=2.0, p=1.0, max_devices=1, after=["a"])],
+    )
+    plan = night_checked(queue, hours=8)
+    assert plan.summary.bound is not None
+    assert plan.summary.bound.max_rho_bound == pytest.approx(2.0, abs=1e-5)
+    assert plan.summary.max_rho == pytest.approx(2.0)
+    assert plan.summary.bound.max_rho_gap == pytest.approx(0.0, abs=1e-5)
