@@ -67,6 +67,9 @@ class Row:
     worst_team: float
     weighted_speedup: float
     violations: int
+    bound: float | None = None  # the fairness objectives' proven bound on their value
+    fairness: float | None = None  # the plan's own value (its own S^solo)
+    unproven_solo: int = 0  # solo problems not proven in time (their jobs' normalised speedups read high)
 
 
 def jain(values: list[float]) -> float:
@@ -113,6 +116,8 @@ def compare(case: str, workload: Workload, time_limit: float) -> list[Row]:
         rows.append(Row(
             case, name, plan.status.value, seconds, min(x.values()), jain(list(x.values())),
             min(v / shares[t] for t, v in teams.items()), plan.weighted_speedup, violations,
+            plan.bound if plan.fairness is not None else None, plan.fairness,
+            sum(1 for w in plan.warnings if "solo speedup" in w),
         ))
         print(f"{case} {name}: {plan.status.value} in {seconds:.1f} s, min {rows[-1].min_normalised:.3f}, "
               f"Jain {rows[-1].jain:.3f}, weighted {plan.weighted_speedup:.1f}", flush=True)
@@ -159,12 +164,18 @@ def night_runs(seed: int) -> tuple[list[str], list[str]]:
         m_team = night_fairness(NightQueue.load({**queue, "objective": "team_max_min"}), milp.jobs, milp.hours)
         m_rho = "-" if milp.summary.max_rho is None else f"{milp.summary.max_rho:.2f}"
         m_wmct = milp.summary.weighted_mean_completion_hours
+        b = plan.summary.bound
+        fair_b = "-" if b is None or b.fairness_bound is None else (
+            f"{b.fairness_bound:.3f}" + ("" if b.fairness_gap is None else f" ({b.fairness_gap:.0%})"))
+        rho_b = "-" if b is None or b.max_rho_bound is None else (
+            f"{b.max_rho_bound:.2f}" + ("" if b.max_rho_gap is None else f" ({b.max_rho_gap:.0%})"))
+        value = "-" if plan.summary.fairness is None else f"{plan.summary.fairness:.3f}"
         rows.append(
             f"| small-{seed} | {name} | {plan.chosen} | {seconds:.1f} | {min(x.values()):.3f} | "
             f"{jain(list(x.values())):.3f} | {by_team:.2f} | {rho} | "
             + ("-" if wmct is None else f"{wmct:.2f}") + f" | {len(plan.summary.never_ran)} | "
             f"{min(mx.values()):.3f} | {m_team:.2f} | {m_rho} | " + ("-" if m_wmct is None else f"{m_wmct:.2f}")
-            + f" | {problems} |"
+            + f" | {value} | {fair_b} | {rho_b} | {problems} |"
         )
         print(f"night small-{seed} {name}: {plan.chosen} in {seconds:.1f} s, min x {min(x.values()):.3f}, "
               f"team {by_team:.2f}, max rho {rho}", flush=True)
@@ -271,17 +282,27 @@ def gavel_case(copies: int) -> list[str]:
 def table(rows: list[Row]) -> list[str]:
     lines = [
         "| case | objective | status | s | min S/S^solo | Jain | worst team / share | weighted speedup | price "
-        "| violations |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| violations | value / bound (gap) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     best = {r.case: r.weighted_speedup for r in rows if r.objective == "weighted_speedup"}
     for r in rows:
         price = 1 - r.weighted_speedup / best[r.case] if best.get(r.case) else 0.0
         lines.append(
             f"| {r.case} | {r.objective} | {r.status} | {r.seconds:.1f} | {r.min_normalised:.3f} | {r.jain:.3f} | "
-            f"{r.worst_team:.3f} | {r.weighted_speedup:,.1f} | {price:.1%} | {r.violations} |"
+            f"{r.worst_team:.3f} | {r.weighted_speedup:,.1f} | {price:.1%} | {r.violations} | {_gap(r)} |"
         )
     return lines + [""]
+
+
+def _gap(r: Row) -> str:
+    """The plan's fairness value (on its own S^solo) over its bound, the gap, and its unproven solo problems."""
+    if r.bound is None:
+        return "-"
+    if r.fairness is None or r.bound <= 0:
+        return "-"
+    unproven = f"; {r.unproven_solo} S^solo unproven" if r.unproven_solo else ""
+    return f"{r.fairness:.4f} / {r.bound:.4f} ({(r.bound - r.fairness) / r.bound:.1%}{unproven})"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -292,6 +313,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="bench/results/fairness.md")
     args = parser.parse_args(argv)
     started = time.monotonic()
+    load_at_start = os.getloadavg()[0]
     rows: list[Row] = []
     for seed in range(args.seeds):
         rows += compare(f"M seed {seed}", generate("M", seed), args.time_limit)
@@ -306,7 +328,8 @@ def main(argv: list[str] | None = None) -> None:
         "# Fairness benchmark",
         "",
         f"Produced by `{' '.join(['python -m bench.fairness', *sys.argv[1:]])}` on {datetime.date.today()} "
-        f"({os.cpu_count()} cores, shared; load average {os.getloadavg()[0]:.1f} at the end); Python "
+        f"({os.cpu_count()} cores, shared; load average {load_at_start:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end); Python "
         f"{platform.python_version()}, time limit {args.time_limit:g} s per plan, fairness tolerance "
         f"{FAIRNESS_TOLERANCE:.0%}, {time.monotonic() - started:.0f} s in all.",
         "",
@@ -314,7 +337,9 @@ def main(argv: list[str] | None = None) -> None:
         "",
         "Jobs: those the weighted_speedup plan admits (all fit at once), in teams comm (p < 0.9), mid and parallel "
         "(p >= 0.97). S^solo: each job alone on the fleet under the same budgets (the max-min plan's). "
-        "*price*: the weighted speedup given up against weighted_speedup.",
+        "*price*: the weighted speedup given up against weighted_speedup. *value / bound (gap)*: the plan's own "
+        "fairness value (on its own S^solo, which may differ from the max-min plan's when a solo problem is not "
+        "proven in time) over its proven bound.",
         "",
         *table(rows),
         "## The night planner's timelines, per night objective",
@@ -324,11 +349,13 @@ def main(argv: list[str] | None = None) -> None:
         "morning; *teams*: min over teams of their x sum / share (team_max_min's value); rho = (finish - release) / "
         "(work / speedup on 1/n of the fleet), n the queue's jobs (optsched/night/fairness.py); *wmct*: weighted "
         "mean completion in hours (the price of fairness over the night). *milp:* the same for the `milp` "
-        "candidate's own timeline (its events weighted by the objective; the others are not).",
+        "candidate's own timeline (its events weighted by the objective; the others are not). *fairness*: the "
+        "summary's value by morning (fairness objectives), *its bound*: fair_bound's upper bound on it and the gap; "
+        "*max rho bound*: the lower bound on the largest rho and the gap (optsched/night/fair_bound.py).",
         "",
         "| queue | objective | chosen | s | min x | Jain x | teams | max rho | wmct | never ran | milp: min x "
-        "| milp: teams | milp: max rho | milp: wmct | violations |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| milp: teams | milp: max rho | milp: wmct | fairness | its bound (gap) | max rho bound (gap) | violations |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         *nights,
         "",
         "Per team:",

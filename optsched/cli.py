@@ -289,6 +289,10 @@ def _bound_line(b) -> str:
                      f"{b.weighted_completion_bound_hours:.2f} h")
     if b.energy_gap is not None:
         parts.append(f"energy {100 * b.energy_gap:.1f} % above its bound {b.energy_bound_kwh:.1f} kWh")
+    if b.fairness_gap is not None:  # fairness objectives only (optsched.night.fair_bound)
+        parts.append(f"fairness by morning {100 * b.fairness_gap:.1f} % below its bound {b.fairness_bound:.3f}")
+        if b.max_rho_gap is not None:
+            parts.append(f"largest rho {100 * b.max_rho_gap:.1f} % above its bound {b.max_rho_bound:.3f}")
     note = f" ({b.reason})" if b.reason else ""
     return f"gap to the time-indexed bound: {', '.join(parts)}{note}"
 

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from optsched.model.amdahl import speedup
+from optsched.night.fair_bound import fairness_upper_bound, max_rho_lower_bound
 from optsched.night.fleet import Fleet
 from optsched.schema.night import BoundStatus, NightBound, NightQueue, NightSummary
 from optsched.solve.highs import Outcome, new_highs, run_highs
@@ -70,6 +71,8 @@ BOUND_MIP_GAP = 1e-3
 TANGENTS = 4
 # HiGHS's optimum is exact to its feasibility tolerances; the bounds reported are lowered by this share.
 SAFETY = 1e-6
+# Each fairness LP (optsched.night.fair_bound) may take at most this share of the bound's time limit.
+FAIR_BOUND_SHARE = 0.1
 
 
 @dataclass
@@ -385,7 +388,13 @@ def night_bound(
     slot = min(max(slot_hours, horizon / BOUND_MAX_SLOTS), max(slot_hours, BOUND_MAX_SLOT_HOURS))
     edges = slot_edges(queue, horizon, slot)
     columns = placement_columns(queue, fleet, len(edges) - 1)
-    common = {"slot_hours": slot, "slots": len(edges), "energy_bound_kwh": energy}
+    # Two small LPs of jobs x groups columns (fair_bound): milliseconds beside the time-indexed model.
+    fair_limit = max(0.0, min(FAIR_BOUND_SHARE * time_limit_s, deadline - time.monotonic()))
+    common = {
+        "slot_hours": slot, "slots": len(edges), "energy_bound_kwh": energy,
+        "fairness_bound": fairness_upper_bound(queue, fleet, hours, fair_limit),
+        "max_rho_bound": max_rho_lower_bound(queue, fleet, fair_limit),
+    }
     if columns > max_columns:
         return NightBound(
             status=BoundStatus.skipped,
@@ -453,4 +462,8 @@ def with_gaps(bound: NightBound, summary: NightSummary) -> NightBound:
             update["reason"] = f"{len(summary.never_ran)} jobs never ran: weighted completion not comparable"
         else:
             update["weighted_completion_gap"] = (wmct - bound.weighted_completion_bound_hours) / wmct
+    if bound.fairness_bound is not None and summary.fairness is not None and bound.fairness_bound > 0:
+        update["fairness_gap"] = max(0.0, (bound.fairness_bound - summary.fairness) / bound.fairness_bound)
+    if bound.max_rho_bound is not None and summary.max_rho and not summary.never_ran:
+        update["max_rho_gap"] = max(0.0, (summary.max_rho - bound.max_rho_bound) / summary.max_rho)
     return bound.model_copy(update=update)

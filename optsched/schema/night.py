@@ -446,6 +446,20 @@ class NightBound(_Frozen):
         default=None, description="Lower bound on energy_kwh of any timeline that finishes every job."
     )
     energy_gap: float | None = Field(default=None, description="(plan - bound) / plan for energy_kwh.")
+    fairness_bound: float | None = Field(
+        default=None,
+        description="Upper bound on the fairness by morning of any timeline (fairness objectives only; "
+        "optsched.night.fair_bound).",
+    )
+    fairness_gap: float | None = Field(
+        default=None, description="(bound - plan) / bound for the summary's fairness (null: no bound or bound 0)."
+    )
+    max_rho_bound: float | None = Field(
+        default=None, description="Lower bound on the largest rho of any timeline that finishes every job."
+    )
+    max_rho_gap: float | None = Field(
+        default=None, description="(plan - bound) / plan for max_rho (null when some job never ran)."
+    )
 
 
 class NightSummary(_Frozen):

@@ -3,7 +3,10 @@ page shows per-team shares, and a bad team is a 422 naming the field."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import optsched
+from optsched.verify.timeline import verify_timeline
 from tests.api.helpers import assert_verified, poll
 from tests.api.test_api_viewer import finished, page, rows
 from tests.conftest import plan_checked
@@ -49,3 +52,22 @@ def test_the_plan_page_shows_each_teams_share(app, client):
     assert "fairness" in html
     plain = workload([device("g", "m", 2, [(300, 1.0)])], [job("a")])
     assert 'id="teams"' not in page(client, f"/plans/{finished(app, 'plan', plain, plan_checked(plain))}")
+
+
+def test_the_night_page_shows_each_teams_device_hours_and_worst_rho(app, client):
+    # Two p = 1 jobs of 2 h on 2 devices, one per team: each team holds 2 device-hours (half), rho 1.
+    queue = workload(
+        [device("g", "m", 2, [(100, 1.0)])],
+        [job("a", work=2.0, p=1.0, team="x"), job("b", work=2.0, p=1.0, team="y")],
+        objective="max_min_speedup",
+    )
+    night = optsched.plan_night(queue, start=datetime(2026, 12, 1, 22), hours=8)
+    assert verify_timeline(queue, night) == []
+    html = page(client, f"/night-plans/{finished(app, 'night', queue, night)}")
+    teams = rows(html, "teams")
+    assert len(teams) == 2
+    assert "<td>x</td>" in teams[0] and "50.0 %" in teams[0] and "2.00" in teams[0]
+    assert 'id="max-rho"' in html and 'id="night-fairness"' in html
+    plain = workload([device("g", "m", 1, [(100, 1.0)])], [job("a", work=1.0)])
+    plain_night = optsched.plan_night(plain, start=datetime(2026, 12, 1, 22), hours=4)
+    assert 'id="teams"' not in page(client, f"/night-plans/{finished(app, 'night', plain, plain_night)}")

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optsched.night import plan_night
+from optsched.night.bound import night_bound
 from optsched.night.fairness import night_fairness, progress_by_morning, progress_weights
 from optsched.night.planner import CANDIDATE_NAMES
 from optsched.schema.night import NightQueue as Queue
@@ -64,6 +65,12 @@ def test_random_queues_report_team_shares_the_verifier_recomputes(queue, teams, 
     ran = [t for t in plan.summary.teams if t.device_hours > 0]
     if ran:
         assert sum(t.device_hours_share for t in plan.summary.teams) == pytest.approx(1.0)
+    # The bounds hold for every timeline, this one included (fair_bound's relaxation).
+    bound = plan.summary.bound
+    if bound is not None and plan.summary.fairness is not None and bound.fairness_bound is not None:
+        assert plan.summary.fairness <= bound.fairness_bound + 1e-9
+    if bound is not None and bound.max_rho_bound is not None and not plan.summary.never_ran:
+        assert plan.summary.max_rho is not None and plan.summary.max_rho >= bound.max_rho_bound - 1e-9
 
 
 def test_a_fairness_objective_picks_the_fairest_candidate_timeline():
@@ -150,3 +157,57 @@ def test_the_verifier_recomputes_rho_and_the_fairness_by_morning():
     ]:
         tampered = plan.model_copy(update={"summary": plan.summary.model_copy(update=update)})
         assert any(message in p for p in verify_timeline(queue, tampered)), message
+
+
+def test_the_fairness_bounds_are_hand_computed_and_met_on_two_equal_jobs():
+    # Two p = 1 jobs of 2 h on 2 devices, a 1 h night: 2 device-hours by morning do 2 of the 4 h of work, so no
+    # timeline does more than half of each job (fairness bound 0.5). The makespan is at least 4 / 2 = 2 h and
+    # T^equal = 2 h (one device each), so the last job's rho is at least 1; both are met by running the jobs side
+    # by side. The gaps are the plan's distance to them.
+    queue = workload(
+        [device("g", "m", 2, [(100, 1.0)])],
+        [job("a", work=2.0, p=1.0), job("b", work=2.0, p=1.0)],
+        objective="max_min_speedup",
+    )
+    bound = night_bound(Queue.load(queue), hours=1.0, mip=False)
+    assert bound.fairness_bound == pytest.approx(0.5, abs=1e-5)
+    assert bound.max_rho_bound == pytest.approx(1.0, abs=1e-5)
+    plan = night_checked(queue, hours=1)
+    s = plan.summary
+    assert s.bound is not None and s.fairness is not None and s.max_rho is not None
+    assert s.bound.fairness_gap == pytest.approx((0.5 - s.fairness) / 0.5, abs=1e-5)
+    assert s.bound.max_rho_gap == pytest.approx((s.max_rho - 1.0) / s.max_rho, abs=1e-5)
+    # Under weighted_speedup no fairness bound; rho's stays (every summary reports max_rho).
+    plain = night_bound(Queue.load({**queue, "objective": "weighted_speedup"}), hours=1.0, mip=False)
+    assert plain.fairness_bound is None and plain.max_rho_bound == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_team_bound_counts_the_teams_summed_progress_over_its_share():
+    # Team x: two 1 h jobs; team y: one 4 h job (share 1/2 each), one device, a 2 h night, p = 1. Per hour of
+    # device x's progress grows by 1 (a 1 h job), y's by 1/4: x_sum = h_x, y = h_y / 4, h_x + h_y <= 2, so
+    # max min(2 h_x, 2 h_y / 4) = 2 h_x with h_x = h_y / 4: h_x = 0.4, bound 0.8.
+    queue = workload(
+        [device("g", "m", 1, [(100, 1.0)])],
+        [job("a", work=1.0, p=1.0, team="x"), job("b", work=1.0, p=1.0, team="x"),
+         job("c", work=4.0, p=1.0, team="y")],
+        objective="team_max_min",
+    )
+    bound = night_bound(Queue.load(queue), hours=2.0, mip=False)
+    assert bound.fairness_bound == pytest.approx(0.8, abs=1e-5)
+    plan = night_checked(queue, hours=2)
+    assert plan.summary.fairness is not None and plan.summary.fairness <= bound.fairness_bound
+
+
+def test_the_rho_bound_follows_dependency_chains():
+    # b after a, both 2 h of work on one device at most (S* = 1), 4 devices: b cannot finish before 4 h. With
+    # n = 2 the equal share is 2 devices, of which one is usable: T^equal = 2 h, so rho_b >= 4 / 2 = 2 (capacity
+    # alone says 1), and the plan that runs a then b meets it.
+    queue = workload(
+        [device("g", "m", 4, [(100, 1.0)])],
+        [job("a", work=2.0, p=1.0, max_devices=1), job("b", work=2.0, p=1.0, max_devices=1, after=["a"])],
+    )
+    plan = night_checked(queue, hours=8)
+    assert plan.summary.bound is not None
+    assert plan.summary.bound.max_rho_bound == pytest.approx(2.0, abs=1e-5)
+    assert plan.summary.max_rho == pytest.approx(2.0)
+    assert plan.summary.bound.max_rho_gap == pytest.approx(0.0, abs=1e-5)
