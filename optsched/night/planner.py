@@ -12,6 +12,10 @@ The candidates (every one deterministic, every timeline checked by the same rule
 * `dispatch-efficient`: dispatch in priority order that starts a job whenever it fits (EASY's rule) on at most
   as many devices as keep its Amdahl efficiency >= 1/2; for queues of at most EFFICIENT_MAX_JOBS jobs.
 
+After them, on queues of SEARCH_MIN_JOBS..SEARCH_MAX_JOBS jobs, `dispatch-search` (optsched.night.improve): the
+dispatch in a fixed job order, improved by local search from the best candidate's start order; its timeline is
+kept only if it beats every candidate.
+
 The timeline kept is the best by (hard deadlines missed, jobs never run, weighted mean completion priced with its
 soft misses, soft deadlines missed, makespan, energy), the candidates' order breaking ties: a soft deadline missed
 counts as its job finishing SOFT_MISS_HOURS later, so a candidate does not win by trading soft deadlines away for a
