@@ -133,7 +133,9 @@ def main(argv=None) -> int:
             (
                 "- planner: `plan_night` at its defaults (candidates: `milp` and `milp-classic` up to 100 jobs,"
                 " `dispatch-efficient` up to 150, four `dispatch-*` orders always; the best timeline by hard misses,"
-                " never run, weighted completion, soft misses, makespan, energy is kept; `chosen` says which)"
+                " never run, weighted completion, soft misses, makespan, energy is kept, then on 10-60 jobs improved by"
+                " `dispatch-search`, local search over the dispatch order, optsched/night/improve.py; `chosen` says"
+                " which)"
             ),
             "- best = the best baseline per metric (FIFO, EDF, EASY, conservative backfilling, each metric on its own);"
             " LB = lower bound (bench/night_queues.py)",

@@ -58,9 +58,10 @@ class DispatchPolicy:
         grow: bool = True,
         sizing: str = "most",
         completion_aware: bool = True,
+        rank: tuple[int, ...] | None = None,
     ):
-        if order not in ORDERS:
-            raise ValueError(f"unknown order {order!r}; choose one of {sorted(ORDERS)}")
+        if order not in ORDERS and not (order == "ranked" and rank is not None):
+            raise ValueError(f"unknown order {order!r}; choose one of {sorted(ORDERS)} (or 'ranked' with a rank)")
         if sizing not in ("most", "efficient"):
             raise ValueError(f"unknown sizing {sizing!r}; choose 'most' or 'efficient'")
         self.name = name
@@ -69,6 +70,12 @@ class DispatchPolicy:
         self.grow = grow
         self.sizing = sizing  # most: as many devices as it may use; efficient: at most efficient_devices()
         self.completion_aware = completion_aware  # else a job starts whenever it can (EASY's rule)
+        self.rank = rank  # order "ranked": job j's place in a fixed order (the local search's, optsched.night.improve)
+
+    def _key(self, view: View, j: int) -> tuple:
+        if self.rank is not None:
+            return (self.rank[j], j)
+        return ORDERS[self.order](view, j)
 
     def decide(self, view: View) -> Decision:
         fleet = view.fleet
@@ -78,7 +85,7 @@ class DispatchPolicy:
         held: list[tuple[float, list[int], Uses]] = []  # reservations: (instant, devices left over then, its devices)
         stalled = {r.job: r for r in view.stalled}
         urgent = {j for j in view.ready if is_urgent(view, j)}
-        for j in sorted(view.ready, key=lambda j: (j not in urgent, *ORDERS[self.order](view, j))):
+        for j in sorted(view.ready, key=lambda j: (j not in urgent, *self._key(view, j))):
             if not any(free) and len(held) >= self.reservations:
                 break  # nothing is free and no reservation is left to give: no later job can change anything
             most = efficient_devices(fleet, j) if self.sizing == "efficient" else None

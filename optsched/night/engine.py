@@ -602,9 +602,22 @@ def _merged(pieces: list[_Piece]) -> list[_Piece]:
 
 
 def _restart_runs(pieces: list[_Piece]) -> int:
-    """Restart runs: maximal stretches of back-to-back restart pieces."""
+    """Restart runs: maximal stretches of back-to-back restart pieces on the same devices (a move to other devices
+    mid-restart is a new restart)."""
     runs = 0
     for k, p in enumerate(pieces):
-        if p.restart and not (k and pieces[k - 1].restart and abs(pieces[k - 1].end - p.start) <= TIME_TOL_HOURS):
+        last = pieces[k - 1] if k else None
+        joined = (
+            last is not None
+            and last.restart
+            and abs(last.end - p.start) <= TIME_TOL_HOURS
+            and _indices(last.held) == _indices(p.held)
+        )
+        if p.restart and not joined:
             runs += 1
     return runs
+
+
+def _indices(held) -> set[tuple[int, int]]:
+    """The (group, index) devices of a piece, whatever their caps."""
+    return {(g, k) for g, _, indices in held for k in indices}

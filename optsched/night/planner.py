@@ -12,6 +12,10 @@ The candidates (every one deterministic, every timeline checked by the same rule
 * `dispatch-efficient`: dispatch in priority order that starts a job whenever it fits (EASY's rule) on at most
   as many devices as keep its Amdahl efficiency >= 1/2; for queues of at most EFFICIENT_MAX_JOBS jobs.
 
+After them, on queues of SEARCH_MIN_JOBS..SEARCH_MAX_JOBS jobs, `dispatch-search` (optsched.night.improve): the
+dispatch in a fixed job order, improved by local search from the best candidate's start order; its timeline is
+kept only if it beats every candidate.
+
 The timeline kept is the best by (hard deadlines missed, jobs never run, weighted mean completion priced with its
 soft misses, soft deadlines missed, makespan, energy), the candidates' order breaking ties: a soft deadline missed
 counts as its job finishing SOFT_MISS_HOURS later, so a candidate does not win by trading soft deadlines away for a
@@ -35,6 +39,7 @@ from optsched.night.bound import BOUND_TIME_LIMIT_S, night_bound, with_gaps
 from optsched.night.dispatch import DispatchPolicy
 from optsched.night.engine import OnFailure, Policy, ProgressCallback, simulate
 from optsched.night.fairness import night_fairness
+from optsched.night.improve import SEARCH_MAX_JOBS, SEARCH_MIN_JOBS, local_search, search_evaluations, start_order
 from optsched.night.milp import (
     NIGHT_MIP_GAP,
     NIGHT_TIME_LIMIT_S,
@@ -57,6 +62,8 @@ DISPATCH_ORDERS = ("priority", "deadline", "wspt", "hybrid")
 # Hours a missed soft deadline adds to its job's completion in the ranking (docs/guides/night.md).
 SOFT_MISS_HOURS = 1.0
 CANDIDATE_NAMES = ("milp", "milp-classic", *(f"dispatch-{order}" for order in DISPATCH_ORDERS), "dispatch-efficient")
+# The improvement phase after the candidates (optsched.night.improve): asked for by this name in `candidates`.
+SEARCH_NAME = "dispatch-search"
 
 
 def plan_night(
@@ -100,10 +107,10 @@ def plan_night(
         mip_gap = workload.options.mip_gap if "mip_gap" in given else NIGHT_MIP_GAP
     policies = candidate_policies(workload, time_limit_s=time_limit_s, mip_gap=mip_gap)
     if candidates is not None:
-        unknown = sorted(set(candidates) - set(CANDIDATE_NAMES))
+        unknown = sorted(set(candidates) - {*CANDIDATE_NAMES, SEARCH_NAME})
         if unknown or not candidates:
             message = (
-                f"unknown candidate policies {unknown}; choose from {list(CANDIDATE_NAMES)}"
+                f"unknown candidate policies {unknown}; choose from {[*CANDIDATE_NAMES, SEARCH_NAME]}"
                 if unknown
                 else "name at least one"
             )
@@ -115,8 +122,9 @@ def plan_night(
         ]
     best: tuple[tuple, NightPlan] | None = None
     warnings = night_warnings(workload)
-    for k, policy in enumerate(policies):
-        plan = simulate(
+
+    def night(policy: Policy, report: ProgressCallback | None = progress) -> NightPlan:
+        return simulate(
             workload,
             policy,
             start=begin,
@@ -124,11 +132,29 @@ def plan_night(
             preempt=preempt,
             restart_hours=restart_hours,
             on_failure=on_failure,
-            progress=progress,
+            progress=report,
             warnings=warnings,
         )
+
+    for k, policy in enumerate(policies):
+        plan = night(policy)
         key = (*score(plan, workload), k)
         logger.debug("night candidate %s: %s", policy.name, key)
+        if best is None or key < best[0]:
+            best = (key, plan)
+    searched = SEARCH_MIN_JOBS <= len(workload.jobs) <= SEARCH_MAX_JOBS
+    search = searched if candidates is None else SEARCH_NAME in candidates
+    if search:
+        ids = [job.id for job in workload.jobs]
+
+        def evaluate(order: tuple[int, ...]) -> tuple[tuple, NightPlan]:
+            rank = tuple(sorted(range(len(order)), key=order.__getitem__))
+            plan = night(DispatchPolicy(SEARCH_NAME, order="ranked", rank=rank), None)
+            return (*score(plan, workload), len(policies)), plan
+
+        seed = start_order(best[1], ids) if best is not None else tuple(range(len(ids)))
+        key, plan, tried = local_search(seed, evaluate, evaluations=search_evaluations(len(ids)))
+        logger.debug("night search: %s after %d timelines", key, tried)
         if best is None or key < best[0]:
             best = (key, plan)
     assert best is not None

@@ -11,7 +11,8 @@ NightPlan schema, and uses the plan verifier's formula helpers. The rules, from 
 * no job runs before its release or before every job it comes `after` has finished;
 * a segment's speedup is the heterogeneous Amdahl S of its devices, its work S x duration, and a finished
   job's work, less the work rolled back by failures, adds up to work_hours (restart segments do no work and
-  last the job's restart_hours, unless a failure cuts them short);
+  last the job's restart_hours, unless a failure cuts them short or the job moves to other devices, which starts
+  a new restart);
 * device failures take a group's lowest-indexed devices that are up; no segment uses a device while it is
   down, a segment holding a device that fails ends then, and it rolls back exactly the work done since the
   job's last checkpoint (every checkpoint_hours of progress since its last restart, gap or change of devices);
@@ -365,6 +366,11 @@ def check_work(ctx: _Ctx) -> list[str]:
             if s.restart:
                 if s.speedup != 0.0 or s.work_hours != 0.0 or s.rolled_back_hours != 0.0:
                     out.append(f"{label}: restart segment {k} reports progress")
+                if restart_run and _devices(s) != _devices(t.segments[k - 1]):
+                    # Moved to other devices mid-restart (or right after one): a new restart, the last one cut short.
+                    if restart_run > cost + TIME_TOL_HOURS:
+                        out.append(f"{label}: restart before segment {k} lasted {restart_run:.6g} h, over {cost:g} h")
+                    restart_run = 0.0
                 restart_run += span
                 if ctx.fails_at(s, s.to_hours):
                     if restart_run > cost + TIME_TOL_HOURS:
@@ -623,6 +629,7 @@ def check_summary(ctx: _Ctx) -> list[str]:
                 k
                 and t.segments[k - 1].restart
                 and abs(t.segments[k - 1].to_hours - x.from_hours) <= TIME_TOL_HOURS
+                and _devices(t.segments[k - 1]) == _devices(x)
             )
         )
         if not ctx.close(t.lost_work_hours, lost_here) or t.restarts != runs:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from optsched.night.engine import Decision, simulate
+from optsched.night.fleet import Use
+from optsched.schema.night import NightQueue
 from optsched.verify.timeline import load_night_plan, verify_timeline
-from tests.night.conftest import night_checked
+from tests.night.conftest import START, night_checked
 from tests.night.test_night_exact import hand_queue
+from tests.support.factories import device, workload
+from tests.support.factories import job as tjob
 
 
 def broken(mutate) -> list[str]:
@@ -71,3 +76,40 @@ def test_the_verifier_reads_an_output_directory(tmp_path):
     write_night_outputs(plan, tmp_path / "out")
     assert load_night_plan(tmp_path / "out") == plan
     assert verify_timeline(hand_queue(), tmp_path / "out") == []
+
+
+class _MoveMidRestart:
+    """Job 0 on g0 until 0.5 h; on g1 from the event at 1 h (B's release), mid-restart back on g0 from 1.2 h."""
+
+    name = "scripted"
+
+    def decide(self, view):
+        alive = 0 in view.ready or any(r.job == 0 for r in view.running)
+        group = 1 if 0.5 < view.t < 1.1 else 0
+        return Decision({0: (Use(group, 0, 1),)} if alive else {})
+
+
+def test_back_to_back_restarts_on_other_devices_are_two_restarts():
+    """A moved at 1 h restarts on g1 (0.5 h); moved back at 1.2 h it restarts on g0 (0.5 h, to 1.7 h): the first
+    restart was cut short by the move, not a 0.7 h restart; two restarts. A second restart cut short is caught."""
+    queue = workload(
+        [device("g0", "fast", 1, [(100.0, 1.0)]), device("g1", "slow", 1, [(100.0, 1.0)])],
+        [
+            tjob("A", work=2.0, p=0.0, elastic=True),
+            tjob("B", work=0.5, p=0.0, release_hours=1.0),
+            tjob("C", work=0.5, p=0.0, release_hours=1.2),
+        ],
+    )
+    plan = simulate(NightQueue.load(queue), _MoveMidRestart(), start=START, hours=8.0, restart_hours=0.5)
+    a = plan.jobs[0]
+    assert [(s.from_hours, s.to_hours, s.restart) for s in a.segments] == [
+        (0.0, 1.0, False),
+        (1.0, 1.2, True),
+        (1.2, 1.7, True),
+        (1.7, 2.7, False),
+    ]
+    assert a.restarts == 2 and verify_timeline(queue, plan) == []
+    document = plan.model_dump(mode="json")
+    document["jobs"][0]["segments"][2]["to_hours"] = 1.6
+    document["jobs"][0]["segments"][3]["from_hours"] = 1.6
+    assert any("restart before segment 3 lasted 0.4 h" in p for p in verify_timeline(queue, document))
