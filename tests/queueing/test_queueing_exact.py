@@ -144,12 +144,13 @@ def test_the_matrix_geometric_solution_of_the_mm1_queue():
     assert got.mean_level == pytest.approx(0.6 / 0.4, rel=1e-10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("discipline", [NP, PR])
 def test_the_qbd_agrees_with_the_truncated_chain(discipline):
     """Two independent solutions of one model: the QBD (lowest level unbounded) and the truncated chain, with
     unequal means, unequal laws and 2 servers, where no closed form applies."""
-    classes = [QueueClass(0, 0.3, 1.0, 2.0, Law.hyperexponential), QueueClass(1, 0.2, 2.0, 0.5, Law.erlang)]
-    tight = ExactBudget(max_tail_share=1e-9, max_states=100_000)
+    classes = [QueueClass(0, 0.2, 1.0, 2.0, Law.hyperexponential), QueueClass(1, 0.15, 2.0, 0.5, Law.erlang)]
+    tight = ExactBudget(max_tail_share=1e-8, max_states=100_000)
     qbd = exact_means(classes, 2, discipline, tight)
     chain = exact_means(classes, 2, discipline, replace(tight, matrix_geometric=False))
     assert all(m.detail.startswith("exact: matrix-geometric (QBD)") for m in qbd.values())
@@ -160,6 +161,6 @@ def test_the_qbd_agrees_with_the_truncated_chain(discipline):
 
 
 def test_a_qbd_beyond_its_phases_falls_back_to_the_truncated_chain():
-    classes = [QueueClass(0, 0.5, 1.0, 2.0, Law.hyperexponential), QueueClass(1, 0.4, 2.0, 0.5, Law.erlang)]
+    classes = [QueueClass(0, 0.2, 1.0, 2.0, Law.hyperexponential), QueueClass(1, 0.15, 2.0, 0.5, Law.erlang)]
     got = exact_means(classes, 2, NP, ExactBudget(max_phases=5))
     assert all(m.detail.startswith("exact: CTMC") for m in got.values())
