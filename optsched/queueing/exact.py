@@ -43,11 +43,15 @@ from scipy.sparse.linalg import splu
 
 from optsched.queueing.analytic import ClassMeans, QueueClass, mean_times
 from optsched.queueing.phasetype import PhaseType, phase_type
+from optsched.queueing.qbd import Blocks, NotConverged, solve_qbd
 from optsched.queueing.schema import Discipline
 
 logger = logging.getLogger(__name__)
 
 EXACT_CTMC = "exact: CTMC, phase-type service ({law}), truncated mass {mass:.1e}"
+EXACT_QBD = "exact: matrix-geometric (QBD), phase-type service ({law}), truncated mass {mass:.1e}"
+# The lowest level of a QBD chain has no bound: a count no state reaches.
+UNBOUNDED = 10**9
 # Geometric-tail guess of the first truncation: keep about this mass beyond N_l.
 TAIL = 1e-6
 # A retry extends a level's truncation by its measured geometric tail, at most this many times.
@@ -65,6 +69,10 @@ class ExactBudget:
     time_s: float = 10.0
     study_s: float = 20.0
     max_tail_share: float = 1e-4
+    # The QBD's phases per level (dense matrices: the reduction costs about 10 m^3 flops a doubling); False: the
+    # truncated chain only (the tests' cross-check).
+    max_phases: int = 1_500
+    matrix_geometric: bool = True
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,7 @@ class ChainResult:
     accepted: tuple[float, ...]  # fraction of each class's arrivals admitted (1 - blocking at N_l)
     truncated_mass: float
     states: int
+    method: str = EXACT_CTMC
 
 
 class TooLarge(Exception):
@@ -149,11 +158,9 @@ def _exact(
     out: dict[int, ClassMeans] = {}
     for upto in chains:
         members = [i for i, k in enumerate(classes) if k.level in upto]
+        args = ([classes[i] for i in members], [laws[i] for i in members], c, discipline, [fast[i] for i in members])
         try:
-            result = solve_chain(
-                [classes[i] for i in members], [laws[i] for i in members],  # type: ignore[misc]
-                c, discipline, [fast[i] for i in members], budget, clock,
-            )
+            result = _solved(*args, budget, clock)  # type: ignore[arg-type]
         except TooLarge as exc:
             clock.reasons.append(str(exc))
             break
@@ -165,29 +172,52 @@ def _exact(
             out[i] = ClassMeans(
                 wait=response - k.mean,
                 response=response,
-                detail=EXACT_CTMC.format(law=k.law.value, mass=result.truncated_mass),
+                detail=result.method.format(law=k.law.value, mass=result.truncated_mass),
                 number_in_system=result.number[pos],
                 truncated_mass=result.truncated_mass,
             )
     return out
 
 
-def solve_chain(
+def _solved(
     classes: Sequence[QueueClass], laws: Sequence[PhaseType], c: int, discipline: Discipline,
     guess: Sequence[ClassMeans], budget: ExactBudget, clock: _Clock,
 ) -> ChainResult:
-    """The chain of these classes, its truncation grown until the truncated mass is within the budget."""
+    """The QBD when the budget allows it, else the truncated chain (the reason logged)."""
+    if budget.matrix_geometric:
+        try:
+            return solve_chain(classes, laws, c, discipline, guess, budget, clock, qbd=True)
+        except TooLarge as exc:
+            logger.debug("QBD refused (%s): the truncated chain instead", exc)
+    return solve_chain(classes, laws, c, discipline, guess, budget, clock)
+
+
+def solve_chain(
+    classes: Sequence[QueueClass], laws: Sequence[PhaseType], c: int, discipline: Discipline,
+    guess: Sequence[ClassMeans], budget: ExactBudget, clock: _Clock, *, qbd: bool = False,
+) -> ChainResult:
+    """The chain of these classes, its truncation grown until the truncated mass is within the budget; qbd: the
+    lowest level unbounded, solved by the matrix-geometric method (only the higher levels truncated)."""
     levels = sorted({k.level for k in classes})
     mean_number = [
         sum(k.rate * g.response for k, g in zip(classes, guess, strict=True) if k.level == lv) for lv in levels
     ]
     bounds = [max(c + 2, _geometric_bound(n)) for n in mean_number]
     for _ in range(RETRIES + 1):
+        if qbd:
+            bounds[-1] = UNBOUNDED
         chain = _Chain(classes, laws, c, discipline, bounds)
-        estimate = chain.estimated_states()
-        if estimate > budget.max_states:
-            raise TooLarge(f"the chain would have about {estimate:.2g} states, above {budget.max_states:,}")
-        result, tails, ratios = chain.solve(budget, clock)
+        if qbd:
+            phases = chain.estimated_phases()
+            limit = min(budget.max_phases, budget.max_states)
+            if phases > limit:
+                raise TooLarge(f"the QBD would have about {phases:.2g} phases a level, above {limit:,}")
+            result, tails, ratios = chain.solve_qbd(budget, clock)
+        else:
+            estimate = chain.estimated_states()
+            if estimate > budget.max_states:
+                raise TooLarge(f"the chain would have about {estimate:.2g} states, above {budget.max_states:,}")
+            result, tails, ratios = chain.solve(budget, clock)
         level_numbers = [
             sum(n for n, k in zip(result.number, classes, strict=True) if k.level == lv) for lv in levels
         ]
@@ -267,6 +297,10 @@ class _Chain:
             lower = self.P - len(self.level_phases[0])
             configs *= math.comb(self.c + lower, lower)
         return configs * math.prod(b / 2 + 1 for b in self.bounds)
+
+    def estimated_phases(self) -> float:
+        """About the QBD's phases a level: the chain's states without the lowest level's waiting count."""
+        return self.estimated_states() / (self.bounds[-1] / 2 + 1)
 
     # State layout: q (L), s (P), p (P, preemptive only).
     def _total(self, state: tuple[int, ...], lv: int) -> int:
@@ -415,6 +449,121 @@ class _Chain:
             number=tuple(number), busy=tuple(busy), accepted=tuple(accepted), truncated_mass=sum(masses), states=n
         )
         return result, tails, ratios
+
+
+    def solve_qbd(self, budget: ExactBudget, clock: _Clock) -> tuple[ChainResult, list[float], list[float]]:
+        """The chain as a QBD whose level is the lowest level's count of unstarted jobs (optsched.queueing.qbd):
+        with one waiting every server is busy, so from level 1 up the moves do not depend on the level (an arrival
+        of the lowest level adds one; a server freed with no higher job to start takes one). A phase is the state
+        without that count; the phases are closed over the moves from the boundary (level 0), level 1 and
+        level 2, which stands for every level from 2 up. TooLarge past the budget or without convergence."""
+        low = self.L - 1
+        limit = min(budget.max_phases, budget.max_states)
+        empty = (0,) * (self.L + self.P * (2 if self.preemptive else 1))
+        sets: tuple[dict[tuple[int, ...], int], dict[tuple[int, ...], int]] = ({empty: 0}, {})
+        # Moves per (set, phase): (target set, target phase, level change, rate); set 1's taken at level 2.
+        moves: tuple[list[list[tuple[int, int, int, float]]], list[list[tuple[int, int, int, float]]]] = ([], [])
+        down: list[list[tuple[int, float]]] = []  # set 1 at level 1: moves to level 0
+        work = [(0, empty)]
+        while work:
+            if time.monotonic() > clock.deadline:
+                raise TooLarge(f"the QBD took longer than the engine's {budget.time_s:g} s")
+            side, phase = work.pop()
+            state = list(phase)
+            state[low] = 0 if side == 0 else 2
+            out = []
+            for target, r in self.transitions(tuple(state)):
+                if target == tuple(state):
+                    continue
+                q = target[low]
+                key = target[:low] + (0,) + target[low + 1 :]
+                to = 0 if side == 0 and q == 0 else 1
+                j = self._phase(sets, to, key, work, limit)
+                out.append((to, j, q - state[low], r))
+            row = [(to, j, dq, r) for to, j, dq, r in out]
+            if side == 0:
+                moves[0].extend([[]] * (sets[0][phase] + 1 - len(moves[0])))
+                moves[0][sets[0][phase]] = row
+                continue
+            moves[1].extend([[]] * (sets[1][phase] + 1 - len(moves[1])))
+            moves[1][sets[1][phase]] = row
+            state[low] = 1
+            drops = []
+            for target, r in self.transitions(tuple(state)):
+                if target[low] == 0:
+                    key = target[:low] + (0,) + target[low + 1 :]
+                    drops.append((self._phase(sets, 0, key, work, limit), r))
+            down.extend([[]] * (sets[1][phase] + 1 - len(down)))
+            down[sets[1][phase]] = drops
+        m0, m = len(sets[0]), len(sets[1])
+        clock.spent_states += m0 + m
+        B00, B01, B10 = np.zeros((m0, m0)), np.zeros((m0, m)), np.zeros((m, m0))
+        A0, A1, A2 = np.zeros((m, m)), np.zeros((m, m)), np.zeros((m, m))
+        for i, row in enumerate(moves[0]):
+            for to, j, _, r in row:
+                (B00 if to == 0 else B01)[i, j] += r
+        for i, row in enumerate(moves[1]):
+            for _, j, dq, r in row:
+                (A0 if dq > 0 else A2 if dq < 0 else A1)[i, j] += r
+        for i, drops in enumerate(down):
+            for j, r in drops:
+                B10[i, j] += r
+        B00 -= np.diag(B00.sum(axis=1) + B01.sum(axis=1))
+        A1 -= np.diag(A1.sum(axis=1) + A0.sum(axis=1) + A2.sum(axis=1))
+        try:
+            solution = solve_qbd(Blocks(B00=B00, B01=B01, B10=B10, A0=A0, A1=A1, A2=A2))
+        except (NotConverged, np.linalg.LinAlgError) as exc:
+            raise TooLarge(f"the QBD did not solve: {exc}") from exc
+        arr = np.array(list(sets[0]) + list(sets[1]), dtype=np.int64)
+        weight = np.concatenate([solution.pi0, solution.upper])
+        mean_low = solution.mean_level
+        L, P = self.L, self.P
+        totals = np.zeros((len(arr), L), dtype=np.int64)
+        for lv in range(L):
+            cols_lv = [lv] + [L + g for g in self.level_phases[lv]]
+            if self.preemptive:
+                cols_lv += [L + P + g for g in self.level_phases[lv]]
+            totals[:, lv] = arr[:, cols_lv].sum(axis=1)
+        number, busy, accepted = [], [], []
+        for ki, k in enumerate(self.classes):
+            lv = self.levels.index(k.level)
+            share = k.rate / self.rate[lv]
+            mine = [g for g in range(P) if self.phase_class[g] == ki]
+            in_service = arr[:, [L + g for g in mine]].sum(axis=1)
+            started = in_service + (arr[:, [L + P + g for g in mine]].sum(axis=1) if self.preemptive else 0)
+            waiting = mean_low if lv == low else float(weight @ arr[:, lv])
+            number.append(float(weight @ started) + share * waiting)
+            busy.append(float(weight @ in_service))
+            accepted.append(1.0 if lv == low else 1.0 - float(weight[totals[:, lv] >= self.bounds[lv]].sum()))
+        tails, masses, ratios = [0.0] * L, [0.0] * L, [0.0] * L
+        for lv in range(low):
+            at = float(weight[totals[:, lv] == self.bounds[lv]].sum())
+            span = max(1, self.bounds[lv] // 4)
+            before = float(weight[totals[:, lv] == self.bounds[lv] - span].sum())
+            ratios[lv] = min((at / before) ** (1.0 / span), 0.999999) if before > 0 else 0.0
+            masses[lv] = at / (1.0 - ratios[lv])
+            tails[lv] = masses[lv] * (self.bounds[lv] + ratios[lv] / (1.0 - ratios[lv]))
+        logger.debug("QBD: %d + %d phases, bounds %s, tails %s", m0, m, self.bounds[:-1], tails)
+        result = ChainResult(
+            number=tuple(number), busy=tuple(busy), accepted=tuple(accepted), truncated_mass=sum(masses),
+            states=m0 + m, method=EXACT_QBD,
+        )
+        return result, tails, ratios
+
+    @staticmethod
+    def _phase(
+        sets: tuple[dict[tuple[int, ...], int], dict[tuple[int, ...], int]], side: int, key: tuple[int, ...],
+        work: list[tuple[int, tuple[int, ...]]], limit: int,
+    ) -> int:
+        """The index of a phase in its set, added (and queued for its moves) when new; TooLarge past the limit."""
+        j = sets[side].get(key)
+        if j is None:
+            j = len(sets[side])
+            if j >= limit:
+                raise TooLarge(f"the QBD has more than {limit:,} phases a level")
+            sets[side][key] = j
+            work.append((side, key))
+        return j
 
 
 def _stationary(n: int, rows: list[int], cols: list[int], vals: list[float]) -> np.ndarray:

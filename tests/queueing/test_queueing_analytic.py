@@ -133,7 +133,7 @@ def test_multi_server_general_service_beyond_the_exact_budget_is_labelled_an_app
     assert low.method_detail.startswith("approximation: Bondi & Buzen")
     assert "error measured in issue 29" in low.method_detail and "exact engine: the chain" in low.method_detail
     exact = analyze(doc)  # the default budget reaches this chain
-    assert all(k.method_detail.startswith("exact: CTMC") for k in exact.classes)
+    assert all(k.method_detail.startswith("exact: matrix-geometric (QBD)") for k in exact.classes)
 
 
 def test_approximation_at_scv_one_and_equal_means_meets_the_exact_non_preemptive_formula():

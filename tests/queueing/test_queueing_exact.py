@@ -1,9 +1,11 @@
 """The exact engine (optsched.queueing.exact) against the closed forms it must reproduce, on the very chains it
-builds for other studies; the phase-type laws against their moments; the engine's budget and labels."""
+builds for other studies; its QBD (optsched.queueing.qbd) against its truncated chain; the phase-type laws
+against their moments; the engine's budget and labels."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ from optsched.queueing import analyze
 from optsched.queueing.analytic import QueueClass, erlang_c, mean_times
 from optsched.queueing.exact import ExactBudget, exact_means
 from optsched.queueing.phasetype import Law, gamma_fit, law_problem, phase_type
+from optsched.queueing.qbd import Blocks, solve_qbd
 from optsched.queueing.schema import Discipline
 from optsched.queueing.simulation import mser5
 from tests.queueing.queueing_factories import klass, study
@@ -80,7 +83,7 @@ def test_the_engine_reproduces_the_mg1_priority_formulas_with_unequal_means(disc
     got = exact_means(classes, 1, discipline)
     for i, m in enumerate(closed):
         assert got[i].response == pytest.approx(m.response, rel=TOL)
-        assert got[i].detail.startswith("exact: CTMC")
+        assert got[i].detail.startswith("exact: matrix-geometric (QBD)")
 
 
 def test_classes_of_one_level_share_the_wait_and_split_the_queue():
@@ -115,7 +118,7 @@ def test_the_analytic_method_uses_the_declared_law():
         return study(classes, servers=2)
 
     h2, gamma = analyze(doc("hyperexponential")), analyze(doc("gamma"))
-    assert all(k.method_detail.startswith("exact: CTMC") for k in (*h2.classes, *gamma.classes))
+    assert all(k.method_detail.startswith("exact: matrix-geometric (QBD)") for k in (*h2.classes, *gamma.classes))
     assert "hyperexponential" in h2.classes[1].method_detail and "gamma" in gamma.classes[1].method_detail
     assert h2.classes[1].mean_response_hours != pytest.approx(gamma.classes[1].mean_response_hours, rel=0.01)
 
@@ -128,3 +131,36 @@ def test_mser5_finds_a_transient_and_flags_a_trend():
     assert 300 <= cut <= 800 and not at_limit
     trend = np.linspace(0.0, 100.0, 5_000) + rng.exponential(1.0, 5_000)
     assert mser5(trend)[1]
+
+
+def test_the_matrix_geometric_solution_of_the_mm1_queue():
+    """One phase a level: R = rho, pi_n = (1 - rho) rho^n, mean level rho / (1 - rho)."""
+    lam, mu = 0.6, 1.0
+    one = np.ones((1, 1))
+    got = solve_qbd(Blocks(B00=-lam * one, B01=lam * one, B10=mu * one, A0=lam * one, A1=-(lam + mu) * one,
+                           A2=mu * one))
+    assert got.R[0, 0] == pytest.approx(lam / mu, rel=1e-10)
+    assert got.pi0[0] == pytest.approx(1 - lam / mu, rel=1e-10)
+    assert got.mean_level == pytest.approx(0.6 / 0.4, rel=1e-10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("discipline", [NP, PR])
+def test_the_qbd_agrees_with_the_truncated_chain(discipline):
+    """Two independent solutions of one model: the QBD (lowest level unbounded) and the truncated chain, with
+    unequal means, unequal laws and 2 servers, where no closed form applies."""
+    classes = [QueueClass(0, 0.2, 1.0, 2.0, Law.hyperexponential), QueueClass(1, 0.15, 2.0, 0.5, Law.erlang)]
+    tight = ExactBudget(max_tail_share=1e-8, max_states=100_000)
+    qbd = exact_means(classes, 2, discipline, tight)
+    chain = exact_means(classes, 2, discipline, replace(tight, matrix_geometric=False))
+    assert all(m.detail.startswith("exact: matrix-geometric (QBD)") for m in qbd.values())
+    assert all(m.detail.startswith("exact: CTMC") for m in chain.values())
+    for i in (0, 1):
+        assert qbd[i].response == pytest.approx(chain[i].response, rel=1e-6)
+        assert qbd[i].wait == pytest.approx(chain[i].wait, rel=1e-6)
+
+
+def test_a_qbd_beyond_its_phases_falls_back_to_the_truncated_chain():
+    classes = [QueueClass(0, 0.2, 1.0, 2.0, Law.hyperexponential), QueueClass(1, 0.15, 2.0, 0.5, Law.erlang)]
+    got = exact_means(classes, 2, NP, ExactBudget(max_phases=5))
+    assert all(m.detail.startswith("exact: CTMC") for m in got.values())
