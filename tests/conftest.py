@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -45,6 +46,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     def serial(item: pytest.Item) -> bool:
         return item.path.is_relative_to(root) and item.path.relative_to(root).as_posix().startswith(SERIAL)
 
+    if hasattr(config, "workerinput"):  # an xdist process: its grouped scheduling runs one item per node id
+        shared = [nodeid for nodeid, n in Counter(item.nodeid for item in items).items() if n > 1]
+        if shared:
+            raise pytest.UsageError(f"items share node ids (run them outside xdist, Makefile SHARED_IDS): {shared}")
     for item in items:
         if serial(item):
             item.add_marker(pytest.mark.xdist_group("services"))
