@@ -38,6 +38,8 @@ from typing import Any
 
 import requests
 
+from tests.support.polling import poll, poll_url
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_JSON = ROOT / "bench" / "results" / "reliability.json"
 RESULTS_MD = ROOT / "bench" / "results" / "reliability.md"
@@ -333,7 +335,7 @@ def section_limits(repeats: int = 3) -> dict[str, Any]:
             runs = []
             for _ in range(repeats):
                 response = requests.post(f"{base}/v1/plans", json=hard, headers={"Prefer": "respond-async"}, timeout=30)
-                final = _poll(base + response.headers["Location"])
+                final = poll_url(base + response.headers["Location"])
                 runs.append((final["status"], _seconds(final)))
             out["time_limit_2s_real_highs"] = {
                 "statuses": [s for s, _ in runs],
@@ -372,7 +374,7 @@ def section_limits(repeats: int = 3) -> dict[str, Any]:
         runs = []
         for _ in range(repeats):
             response = client.post("/v1/plans", json=hard, headers={"Prefer": "respond-async"})
-            final = _poll_client(client, response.headers["Location"])
+            final = poll(client, response.headers["Location"])
             runs.append((final["status"], _seconds(final)))
         shutdown(app)
         out["time_limit_2s_highs_ignoring_it"] = {
@@ -393,24 +395,6 @@ def _seconds(resource: dict) -> float:
     return (
         datetime.fromisoformat(resource["finished_at"]) - datetime.fromisoformat(resource["started_at"])
     ).total_seconds()
-
-
-def _poll(url: str, timeout_s: float = 120) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        body = requests.get(url, timeout=30).json()
-        if body["status"] not in ("queued", "solving") or time.monotonic() > deadline:
-            return body
-        time.sleep(0.05)
-
-
-def _poll_client(client, location: str, timeout_s: float = 120) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        body = client.get(location).get_json()
-        if body["status"] not in ("queued", "solving") or time.monotonic() > deadline:
-            return body
-        time.sleep(0.05)
 
 
 # -- 4. crashes --------------------------------------------------------------------------------------------
@@ -514,7 +498,7 @@ def section_kinds(cycles: int = 8, seed: int = 25) -> dict[str, Any]:
                     restart_if_dead()
 
         try:
-            parent = _poll(base + post("/v1/plans", plans[0], "parent").headers["Location"])
+            parent = poll_url(base + post("/v1/plans", plans[0], "parent").headers["Location"])
             assert parent["status"] in ("optimal", "time_limit"), parent["status"]
             for cycle in range(cycles):
                 mode = KILL_MODES[cycle % len(KILL_MODES)]
@@ -695,7 +679,7 @@ def _memory_run(solves: int, max_solves_per_worker: int) -> dict[str, Any]:
             response = session.post(f"{base}/v1/plans", json=_memory_workload(i), timeout=120)
             body = response.json()
             if body.get("status") in ("queued", "solving"):
-                body = _poll(base + response.headers["Location"])
+                body = poll_url(base + response.headers["Location"])
             statuses[body.get("status")] += 1
             peak = 0.0
             for pid in server.pids()["solvers"]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,28 +11,9 @@ from api import create_app, services, shutdown
 
 
 @pytest.fixture
-def make_app(tmp_path) -> Callable[..., Flask]:
-    """create_app on a fresh SQLite file; every app made is shut down after the test."""
-    apps: list[Flask] = []
-
-    def make(**config: Any) -> Flask:
-        settings = {
-            "DATABASE_URL": f"sqlite:///{tmp_path}/plans-{len(apps)}.db",
-            "START_WORKERS": False,
-            "SYNC_WAIT_S": 0.05,
-            "API_TOKEN": None,
-            **config,
-        }
-        # Without a token the app must be told to run without authentication (optsched.service.tenants).
-        settings.setdefault("AUTH", "on" if settings["API_TOKEN"] or settings.get("API_TOKENS") else "off")
-        app = create_app(settings)
-        app.config["TESTING"] = True
-        apps.append(app)
-        return app
-
-    yield make
-    for app in apps:
-        shutdown(app)
+def app_defaults() -> dict[str, Any]:
+    """The REST tests' apps wait 50 ms for a plan before answering 202 (the defaults of tests/support/apps.py)."""
+    return {"SYNC_WAIT_S": 0.05}
 
 
 @pytest.fixture

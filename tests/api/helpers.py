@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from optsched.schema.catalog import sample_workload_path
@@ -49,16 +48,6 @@ def assert_verified(data: dict[str, Any], resource: dict[str, Any]) -> None:
     """A finished plan resource carries a plan the independent verifier accepts."""
     assert resource["plan"] is not None, resource
     assert verify(data, resource["plan"]) == []
-
-
-def poll(client, location: str, timeout_s: float = 30.0, **kwargs: Any) -> dict[str, Any]:
-    """GET `location` until the plan's status is final."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        body = client.get(location, **kwargs).get_json()
-        if body["status"] not in ("queued", "solving") or time.monotonic() > deadline:
-            return body
-        time.sleep(0.05)
 
 
 def solve_now(app, resource_id: str) -> dict:

@@ -7,10 +7,11 @@ from datetime import datetime
 
 import optsched
 from optsched.verify.timeline import verify_timeline
-from tests.api.helpers import assert_verified, poll
+from tests.api.helpers import assert_verified
 from tests.api.test_api_viewer import finished, page, rows
 from tests.conftest import plan_checked
 from tests.support.factories import device, job, workload
+from tests.support.polling import poll
 
 TEAMS = workload(
     [device("g", "m", 6, [(300, 1.0)])],

@@ -16,7 +16,8 @@ from api import services
 from api.metrics import EXTENSION, UNMATCHED
 from optsched.infra.store import JobState, PlanStore, plans
 from optsched.service.settings import ConfigError, load_settings
-from tests.api.helpers import assert_verified, poll, tiny_workload
+from tests.api.helpers import assert_verified, tiny_workload
+from tests.support.polling import poll
 
 TOKEN = "metrics-api-token-0123456789"
 SCRAPER = "metrics-scraper-token-0123456789"

@@ -7,9 +7,10 @@ import pytest
 import optsched
 from api import services
 from optsched.verify.timeline import verify_timeline
-from tests.api.helpers import night_queue, poll, tiny_workload
+from tests.api.helpers import night_queue, tiny_workload
 from tests.night.test_night_exact import hand_queue, spans
 from tests.support.factories import device, job, workload
+from tests.support.polling import poll
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from api import services
-from tests.api.helpers import assert_verified, poll, slow_workload, tiny_workload
+from tests.api.helpers import assert_verified, slow_workload, tiny_workload
+from tests.support.polling import poll
 
 
 def test_post_answers_201_with_a_plan_that_verifies(live):

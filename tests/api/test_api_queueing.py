@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from optsched.queueing import analyze
-from tests.api.helpers import poll
+from tests.support.polling import poll
 
 SEASON = Path(__file__).resolve().parents[2] / "models" / "studies" / "season.json"
 

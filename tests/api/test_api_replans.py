@@ -8,7 +8,7 @@ from pathlib import Path
 
 from optsched.replan import replan
 from optsched.verify.placement import verify
-from tests.api.helpers import poll
+from tests.support.polling import poll
 
 DEMO = Path(__file__).resolve().parents[2] / "models" / "workloads" / "demo.json"
 

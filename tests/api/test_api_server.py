@@ -19,6 +19,7 @@ import requests
 from optsched.service.kinds import KINDS, final_statuses
 from optsched.verify.placement import verify
 from tests.api.helpers import slow_workload
+from tests.support.polling import poll_url
 
 pytestmark = pytest.mark.slow  # a real server over HTTP, a hard-kill restart
 
@@ -82,12 +83,7 @@ def kill_group(process: subprocess.Popen) -> None:
 
 
 def poll(base: str, location: str, timeout_s: float, headers: dict[str, str] | None = None) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        body = requests.get(base + location, headers=headers, timeout=5).json()
-        if body["status"] in FINAL or time.monotonic() > deadline:
-            return body
-        time.sleep(0.1)
+    return poll_url(base + location, timeout_s, headers)
 
 
 def test_demo_over_http_follows_202_to_a_plan_that_verifies(tmp_path):

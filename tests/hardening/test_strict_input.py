@@ -11,8 +11,8 @@ import re
 import pytest
 
 from api.examples import NIGHT_QUEUE, PLAN, WORKLOAD
-from tests.api.helpers import poll
 from tests.hardening.conftest import paths, problem
+from tests.support.polling import poll
 
 
 def workload() -> dict:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from dataclasses import replace
 from datetime import datetime
 
@@ -24,6 +23,7 @@ from optsched.testing.instances import generate
 from optsched.verify.placement import verify
 from tests.api.helpers import tiny_workload
 from tests.support.factories import device, job, workload
+from tests.support.polling import poll
 from tests.support.timing import past_deadline
 
 pytestmark = pytest.mark.slow  # real servers and solver processes, at CI's budgets
@@ -35,15 +35,6 @@ SLACK_S = 1.5
 
 def seconds(resource: dict, start: str = "started_at", end: str = "finished_at") -> float:
     return (datetime.fromisoformat(resource[end]) - datetime.fromisoformat(resource[start])).total_seconds()
-
-
-def poll(client, location: str, timeout_s: float = 60) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        body = client.get(location).get_json()
-        if body["status"] not in ("queued", "solving") or time.monotonic() > deadline:
-            return body
-        time.sleep(0.05)
 
 
 def v1_post_routes(app) -> list[str]:

@@ -27,9 +27,10 @@ from optsched.infra.store import MAX_ATTEMPTS, JobState, PlanRecord, PlanStore, 
 from optsched.service.kinds import RUNNER, runner
 from optsched.testing.instances import generate
 from tests.api import fakes
-from tests.api.helpers import assert_verified, poll, tiny_workload
+from tests.api.helpers import assert_verified, tiny_workload
 from tests.scale.conftest import LEASE_S
 from tests.support.outages import session_pids
+from tests.support.polling import poll
 
 pytestmark = pytest.mark.slow  # RQ workers on real Redis and PostgreSQL
 

@@ -1,13 +1,10 @@
-"""Fixtures for the reliability tests: in-process apps on throwaway SQLite files, and real servers.
-
-The promises and their figures are in bench/results/reliability.md; README.md ("Reliability and security") says
-which test proves which promise.
-"""
+"""The app and server fixtures the REST, hardening and reliability tests share (registered for the whole suite by
+tests/conftest.py): in-process apps on throwaway SQLite files and real servers on loopback, each stopped after its
+test. A folder changes the apps' defaults by overriding `app_defaults` (tests/api/conftest.py does)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,16 +15,22 @@ from tests.support.server import LiveServer
 
 
 @pytest.fixture
-def make_app(tmp_path) -> Iterator[Callable[..., Flask]]:
-    """create_app on a fresh SQLite file (no solver processes unless asked); every app is shut down after."""
+def app_defaults() -> dict[str, Any]:
+    """Settings every `make_app` app starts from: answer 202 at once (no synchronous wait)."""
+    return {"SYNC_WAIT_S": 0}
+
+
+@pytest.fixture
+def make_app(tmp_path, app_defaults) -> Iterator[Callable[..., Flask]]:
+    """create_app on a fresh SQLite file, no solver processes unless asked; every app is shut down after."""
     apps: list[Flask] = []
 
     def make(**config: Any) -> Flask:
         settings = {
             "DATABASE_URL": f"sqlite:///{tmp_path}/app-{len(apps)}/plans.db",
             "START_WORKERS": False,
-            "SYNC_WAIT_S": 0,
             "API_TOKEN": None,
+            **app_defaults,
             **config,
         }
         # Without a token the app must be told to run without authentication (optsched.service.tenants).
@@ -55,7 +58,3 @@ def live_server(tmp_path) -> Iterator[Callable[..., LiveServer]]:
     yield make
     for server in servers:
         server.kill()
-
-
-def log_of(server: LiveServer) -> str:
-    return Path(server.log).read_text(errors="replace")
