@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import pickle
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 from pydantic import ValidationError
 
 from optsched import InvalidWorkload, Workload
+from optsched.queueing.schema import load_study
+from optsched.replan.schema import InvalidChange
+from optsched.schema.errors import FieldError, InvalidPlan, InvalidStudy
 from tests.support.factories import device, job, workload
 
 
@@ -99,3 +104,26 @@ def test_workload_objects_are_frozen():
     w = Workload.load(workload([device("g", "m", 1, [(100, 1.0)])], [job("a")]))
     with pytest.raises(ValidationError):
         w.jobs[0].work_hours = 3  # type: ignore[misc]
+
+
+def _load_study_elsewhere(document: dict) -> None:
+    load_study(document)
+
+
+@pytest.mark.parametrize("error", [InvalidWorkload, InvalidStudy, InvalidChange, InvalidPlan])
+def test_field_errors_survive_pickling(error):
+    """Solver and worker processes hand errors back pickled: the fields and the message must come back whole."""
+    raised = error([FieldError("jobs[0].work_hours", "must be > 0"), FieldError("", "empty")])
+    back = pickle.loads(pickle.dumps(raised))
+    assert type(back) is error
+    assert back.errors == raised.errors
+    assert str(back) == str(raised)
+
+
+def test_an_invalid_study_from_another_process_names_its_fields():
+    with ProcessPoolExecutor(max_workers=1) as pool:
+        with pytest.raises(InvalidStudy) as caught:
+            pool.submit(_load_study_elsewhere, {"classes": "none"}).result(timeout=60)
+    assert caught.value.errors and all(isinstance(e, FieldError) for e in caught.value.errors)
+    assert "classes" in {e.path.split("[")[0].split(".")[0] for e in caught.value.errors}
+    assert str(caught.value).startswith(f"invalid study ({len(caught.value.errors)} problem(s))"), str(caught.value)

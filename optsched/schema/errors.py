@@ -18,7 +18,18 @@ class OptschedError(Exception):
     """Base of every error optsched raises on purpose."""
 
 
-class InvalidWorkload(OptschedError, ValueError):
+class _FieldErrors(OptschedError):
+    """An error built from its list of field errors, and rebuilt from it when unpickled: the default rebuilds an
+    exception from `args` (its message), so one raised in a solver or worker process came back with a message that
+    lists every letter of the old message as a problem."""
+
+    errors: list[FieldError]
+
+    def __reduce__(self) -> tuple[type, tuple[list[FieldError]]]:
+        return (type(self), (self.errors,))
+
+
+class InvalidWorkload(_FieldErrors, ValueError):
     """The workload failed validation; `errors` lists every offending field at once."""
 
     def __init__(self, errors: list[FieldError]):
@@ -36,7 +47,7 @@ class InvalidStudy(InvalidWorkload):
         self.args = (f"invalid study ({len(self.errors)} problem(s)); fix these fields:\n{lines}",)
 
 
-class InvalidPlan(OptschedError, ValueError):
+class InvalidPlan(_FieldErrors, ValueError):
     """A plan document that does not parse (for the verifier); `errors` lists the fields."""
 
     def __init__(self, errors: list[FieldError]):
