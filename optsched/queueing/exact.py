@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.sparse import csc_matrix
 from scipy.sparse.linalg import splu
+from threadpoolctl import threadpool_limits
 
 from optsched.queueing.analytic import ClassMeans, QueueClass, mean_times
 from optsched.queueing.phasetype import PhaseType, phase_type
@@ -160,7 +161,10 @@ def _exact(
         members = [i for i, k in enumerate(classes) if k.level in upto]
         args = ([classes[i] for i in members], [laws[i] for i in members], c, discipline, [fast[i] for i in members])
         try:
-            result = _solved(*args, budget, clock)  # type: ignore[arg-type]
+            # One BLAS thread: the QBD's dense products are small, and with a thread per core they slowed 2-16x
+            # beside two busy processes on 2 cores (measured; the same time on an idle machine).
+            with threadpool_limits(limits=1, user_api="blas"):
+                result = _solved(*args, budget, clock)  # type: ignore[arg-type]
         except TooLarge as exc:
             clock.reasons.append(str(exc))
             break

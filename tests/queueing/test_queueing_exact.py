@@ -9,8 +9,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info
 
-from optsched.queueing import analyze
+from optsched.queueing import analyze, exact
 from optsched.queueing.analytic import QueueClass, erlang_c, mean_times
 from optsched.queueing.exact import ExactBudget, exact_means
 from optsched.queueing.phasetype import Law, gamma_fit, law_problem, phase_type
@@ -164,3 +165,18 @@ def test_a_qbd_beyond_its_phases_falls_back_to_the_truncated_chain():
     classes = [QueueClass(0, 0.2, 1.0, 2.0, Law.hyperexponential), QueueClass(1, 0.15, 2.0, 0.5, Law.erlang)]
     got = exact_means(classes, 2, NP, ExactBudget(max_phases=5))
     assert all(m.detail.startswith("exact: CTMC") for m in got.values())
+
+
+def test_the_engine_solves_with_one_blas_thread(monkeypatch):
+    """A thread per core slowed the QBD's small dense products 2-16x beside busy processes: one thread while solving."""
+    threads: list[int] = []
+
+    def counted(blocks: Blocks):
+        threads.extend(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+        return solve_qbd(blocks)
+
+    monkeypatch.setattr(exact, "solve_qbd", counted)
+    classes = [QueueClass(0, 0.2, 1.0, 2.0, Law.hyperexponential), QueueClass(1, 0.15, 2.0, 0.5, Law.erlang)]
+    got = exact_means(classes, 2, NP)
+    assert all(m.detail.startswith("exact: matrix-geometric (QBD)") for m in got.values())
+    assert threads and set(threads) == {1}, threads
