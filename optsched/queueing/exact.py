@@ -381,6 +381,25 @@ class _Chain:
                 self._next_job(t, n * self.exit[g], out)
         return out
 
+    def _level_totals(self, arr: np.ndarray) -> np.ndarray:
+        """Per state (rows of `arr`) and level, the level's jobs in system: waiting, in service and preempted."""
+        L, P = self.L, self.P
+        totals = np.zeros((len(arr), L), dtype=np.int64)
+        for lv in range(L):
+            cols_lv = [lv] + [L + g for g in self.level_phases[lv]]
+            if self.preemptive:
+                cols_lv += [L + P + g for g in self.level_phases[lv]]
+            totals[:, lv] = arr[:, cols_lv].sum(axis=1)
+        return totals
+
+    def _class_counts(self, arr: np.ndarray, ki: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per state, class ki's jobs in service and its jobs started (in service or preempted)."""
+        L, P = self.L, self.P
+        mine = [g for g in range(P) if self.phase_class[g] == ki]
+        in_service = arr[:, [L + g for g in mine]].sum(axis=1)
+        started = in_service + (arr[:, [L + P + g for g in mine]].sum(axis=1) if self.preemptive else 0)
+        return in_service, started
+
     def solve(self, budget: ExactBudget, clock: _Clock) -> tuple[ChainResult, list[float], list[float]]:
         """The stationary law of the truncated chain and its figures; TooLarge past the budget."""
         width = self.L + self.P * (2 if self.preemptive else 1)
@@ -414,22 +433,15 @@ class _Chain:
         clock.spent_states += n
         pi = _stationary(n, rows, cols, vals)
         arr = np.array(states, dtype=np.int64)
-        L, P = self.L, self.P
+        L = self.L
         number = []
         busy = []
         accepted = []
-        totals = np.zeros((n, L), dtype=np.int64)
-        for lv in range(L):
-            cols_lv = [lv] + [L + g for g in self.level_phases[lv]]
-            if self.preemptive:
-                cols_lv += [L + P + g for g in self.level_phases[lv]]
-            totals[:, lv] = arr[:, cols_lv].sum(axis=1)
+        totals = self._level_totals(arr)
         for ki, k in enumerate(self.classes):
             lv = self.levels.index(k.level)
             share = k.rate / self.rate[lv]
-            mine = [g for g in range(P) if self.phase_class[g] == ki]
-            in_service = arr[:, [L + g for g in mine]].sum(axis=1)
-            started = in_service + (arr[:, [L + P + g for g in mine]].sum(axis=1) if self.preemptive else 0)
+            in_service, started = self._class_counts(arr, ki)
             number.append(float(pi @ (started + share * arr[:, lv])))
             busy.append(float(pi @ in_service))
             accepted.append(1.0 - float(pi[totals[:, lv] >= self.bounds[lv]].sum()))
@@ -521,20 +533,13 @@ class _Chain:
         arr = np.array(list(sets[0]) + list(sets[1]), dtype=np.int64)
         weight = np.concatenate([solution.pi0, solution.upper])
         mean_low = solution.mean_level
-        L, P = self.L, self.P
-        totals = np.zeros((len(arr), L), dtype=np.int64)
-        for lv in range(L):
-            cols_lv = [lv] + [L + g for g in self.level_phases[lv]]
-            if self.preemptive:
-                cols_lv += [L + P + g for g in self.level_phases[lv]]
-            totals[:, lv] = arr[:, cols_lv].sum(axis=1)
+        L = self.L
+        totals = self._level_totals(arr)
         number, busy, accepted = [], [], []
         for ki, k in enumerate(self.classes):
             lv = self.levels.index(k.level)
             share = k.rate / self.rate[lv]
-            mine = [g for g in range(P) if self.phase_class[g] == ki]
-            in_service = arr[:, [L + g for g in mine]].sum(axis=1)
-            started = in_service + (arr[:, [L + P + g for g in mine]].sum(axis=1) if self.preemptive else 0)
+            in_service, started = self._class_counts(arr, ki)
             waiting = mean_low if lv == low else float(weight @ arr[:, lv])
             number.append(float(weight @ started) + share * waiting)
             busy.append(float(weight @ in_service))
