@@ -40,6 +40,9 @@ URGENT_SLACK_HOURS = 0.5
 GROW_GAIN_SHARE = 0.10
 
 
+SIZINGS = ("most", "efficient", "share")
+
+
 @dataclass(frozen=True)
 class _Option:
     uses: Uses
@@ -59,18 +62,21 @@ class DispatchPolicy:
         sizing: str = "most",
         completion_aware: bool = True,
         rank: tuple[int, ...] | None = None,
+        horizon: float | None = None,
     ):
         if order not in ORDERS and not (order == "ranked" and rank is not None):
             raise ValueError(f"unknown order {order!r}; choose one of {sorted(ORDERS)} (or 'ranked' with a rank)")
-        if sizing not in ("most", "efficient"):
-            raise ValueError(f"unknown sizing {sizing!r}; choose 'most' or 'efficient'")
+        if sizing not in SIZINGS:
+            raise ValueError(f"unknown sizing {sizing!r}; choose one of {SIZINGS}")
         self.name = name
         self.order = order
         self.reservations = reservations
         self.grow = grow
-        self.sizing = sizing  # most: as many devices as it may use; efficient: at most efficient_devices()
+        # most: as many devices as it may use; efficient: at most efficient_devices(); share: at most share_devices()
+        self.sizing = sizing
         self.completion_aware = completion_aware  # else a job starts whenever it can (EASY's rule)
         self.rank = rank  # order "ranked": job j's place in a fixed order (the local search's, optsched.night.improve)
+        self.horizon = horizon  # hours: the night's end, which sizing "share" fills towards (None: equal shares)
 
     def _key(self, view: View, j: int) -> tuple:
         if self.rank is not None:
@@ -85,10 +91,11 @@ class DispatchPolicy:
         held: list[tuple[float, list[int], Uses]] = []  # reservations: (instant, devices left over then, its devices)
         stalled = {r.job: r for r in view.stalled}
         urgent = {j for j in view.ready if is_urgent(view, j)}
+        shares = fair_shares(view, self.horizon) if self.sizing == "share" else {}
         for j in sorted(view.ready, key=lambda j: (j not in urgent, *self._key(view, j))):
             if not any(free) and len(held) >= self.reservations:
                 break  # nothing is free and no reservation is left to give: no later job can change anything
-            most = efficient_devices(fleet, j) if self.sizing == "efficient" else None
+            most = efficient_devices(fleet, j) if self.sizing == "efficient" else shares.get(j)
             now = best_now(view, j, free, uses, ends, stalled, most=most)
             if now is None and len(held) >= self.reservations:
                 continue  # it cannot start and there is no reservation left to give it
@@ -347,6 +354,76 @@ def efficient_devices(fleet: Fleet, j: int) -> int:
     if job.max_devices is not None:
         k = min(k, job.max_devices)
     return max(job.min_devices, k)
+
+
+def fair_shares(view: View, horizon: float | None) -> dict[int, int]:
+    """The most devices each ready job may take under sizing "share". Before the night's end (`horizon`, hours),
+    water-filling on the progress by morning: one free device at a time goes to the job (the team, under
+    team_max_min) whose projected progress x_j = (work done + S_j(k) x hours left) / (work x weight) is lowest
+    and still grows, running jobs counted at their devices (0: the job waits); after it, or without a horizon, an
+    equal share floor(free devices / ready jobs), at least min_devices (so that some job always starts)."""
+    fleet = view.fleet
+    queue = fleet.queue
+    ready = list(view.ready)
+    free_total = sum(view.free)
+    if horizon is None or view.t >= horizon:
+        n = max(1, len(ready))
+        return {j: max(fleet.jobs[j].min_devices, free_total // n) for j in ready}
+    left = horizon - view.t
+    teams = queue.objective == "team_max_min"
+    shares = queue.team_shares() if teams else {}
+
+    def progress(j: int, k: int, remaining: float, restart: float) -> float:
+        job = fleet.jobs[j]
+        option = _fastest(fleet, j, view.free, top=True, k=k) if k > 0 else None
+        gained = fleet.speedup(j, option) * max(0.0, left - restart) if option else 0.0
+        return min(1.0, (job.work_hours - remaining + gained) / job.work_hours) if job.work_hours > 0 else 1.0
+
+    level: dict[object, float] = {}  # a member (job, or team name) -> its projected level
+    for r in view.running:
+        job = fleet.jobs[r.job]
+        done = job.work_hours - r.remaining + fleet.speedup(r.job, r.uses) * max(0.0, left - r.restart_left)
+        x = min(1.0, done / job.work_hours) if job.work_hours > 0 else 1.0
+        key = job.team_name if teams else r.job
+        level[key] = level.get(key, 0.0) + (x / shares[job.team_name] if teams else x / job.weight)
+    counts = dict.fromkeys(ready, 0)
+    x_now = {j: progress(j, 0, view.remaining[j], view.restart_of(j)) for j in ready}
+    for j in ready:
+        job = fleet.jobs[j]
+        key = job.team_name if teams else j
+        level[key] = level.get(key, 0.0) + (x_now[j] / shares[job.team_name] if teams else x_now[j] / job.weight)
+    pool = free_total
+    while pool > 0:
+        best: tuple[float, float, int] | None = None
+        for j in ready:
+            job = fleet.jobs[j]
+            step = job.min_devices if counts[j] == 0 else 1
+            if counts[j] + step > min(fleet.max_devices(j), sum(view.free[g] for g in fleet.eligible_groups[j])):
+                continue
+            if step > pool:
+                continue
+            gain = progress(j, counts[j] + step, view.remaining[j], view.restart_of(j)) - x_now[j]
+            if gain <= 1e-12:
+                continue
+            key = job.team_name if teams else j
+            candidate = (level[key], -gain / step, j)
+            if best is None or candidate < best:
+                best = candidate
+        if best is None:
+            break
+        j = best[2]
+        job = fleet.jobs[j]
+        step = job.min_devices if counts[j] == 0 else 1
+        counts[j] += step
+        pool -= step
+        x = progress(j, counts[j], view.remaining[j], view.restart_of(j))
+        key = job.team_name if teams else j
+        level[key] += (x - x_now[j]) / (shares[job.team_name] if teams else job.weight)
+        x_now[j] = x
+    if not any(counts.values()):
+        # Nothing gains by morning (restarts longer than what is left of the night): equal shares, as after it.
+        return fair_shares(view, None)
+    return counts  # 0: the job waits, its devices go where they bring the lowest progress up
 
 
 def _counts(uses: Uses) -> dict[int, int]:

@@ -10,7 +10,10 @@ The candidates (every one deterministic, every timeline checked by the same rule
 * `dispatch-priority`, `-deadline`, `-wspt`, `-hybrid`: completion-aware dispatch with reservations,
   backfilling and elastic growth (optsched.night.dispatch.DispatchPolicy) in four job orders;
 * `dispatch-efficient`: dispatch in priority order that starts a job whenever it fits (EASY's rule) on at most
-  as many devices as keep its Amdahl efficiency >= 1/2; for queues of at most EFFICIENT_MAX_JOBS jobs.
+  as many devices as keep its Amdahl efficiency >= 1/2; for queues of at most EFFICIENT_MAX_JOBS jobs;
+* `dispatch-share`: under a fairness objective, dispatch in priority order on at most each job's fair share of
+  the free devices (optsched.night.dispatch.fair_shares: water-filling on the progress by morning, equal shares
+  after it); running jobs grow into what is left free.
 
 After them, on queues of SEARCH_MIN_JOBS..SEARCH_MAX_JOBS jobs, `dispatch-search` (optsched.night.improve): the
 dispatch in a fixed job order, improved by local search from the best candidate's start order; its timeline is
@@ -61,7 +64,9 @@ EFFICIENT_MAX_JOBS = 150
 DISPATCH_ORDERS = ("priority", "deadline", "wspt", "hybrid")
 # Hours a missed soft deadline adds to its job's completion in the ranking (docs/guides/night.md).
 SOFT_MISS_HOURS = 1.0
-CANDIDATE_NAMES = ("milp", "milp-classic", *(f"dispatch-{order}" for order in DISPATCH_ORDERS), "dispatch-efficient")
+CANDIDATE_NAMES = (
+    "milp", "milp-classic", *(f"dispatch-{order}" for order in DISPATCH_ORDERS), "dispatch-efficient", "dispatch-share"
+)
 # The improvement phase after the candidates (optsched.night.improve): asked for by this name in `candidates`.
 SEARCH_NAME = "dispatch-search"
 
@@ -105,7 +110,7 @@ def plan_night(
         time_limit_s = workload.options.time_limit_s if "time_limit_s" in given else NIGHT_TIME_LIMIT_S
     if mip_gap is None:
         mip_gap = workload.options.mip_gap if "mip_gap" in given else NIGHT_MIP_GAP
-    policies = candidate_policies(workload, time_limit_s=time_limit_s, mip_gap=mip_gap)
+    policies = candidate_policies(workload, hours=hours, time_limit_s=time_limit_s, mip_gap=mip_gap)
     if candidates is not None:
         unknown = sorted(set(candidates) - {*CANDIDATE_NAMES, SEARCH_NAME})
         if unknown or not candidates:
@@ -117,7 +122,7 @@ def plan_night(
             raise InvalidWorkload([FieldError("candidates", message)])
         policies = [
             p
-            for p in candidate_policies(workload, time_limit_s=time_limit_s, mip_gap=mip_gap, every=True)
+            for p in candidate_policies(workload, hours=hours, time_limit_s=time_limit_s, mip_gap=mip_gap, every=True)
             if p.name in candidates
         ]
     best: tuple[tuple, NightPlan] | None = None
@@ -208,8 +213,10 @@ def priced_completion(plan: NightPlan) -> float | None:
     return s.weighted_mean_completion_hours + SOFT_MISS_HOURS * late / total
 
 
-def candidate_policies(queue: NightQueue, *, time_limit_s: float, mip_gap: float, every: bool = False) -> list[Policy]:
-    """The candidate policies for this queue (by its size; `every`: all of them)."""
+def candidate_policies(
+    queue: NightQueue, *, hours: float, time_limit_s: float, mip_gap: float, every: bool = False
+) -> list[Policy]:
+    """The candidate policies for this queue and a night of `hours` (by its size; `every`: all of them)."""
     n = len(queue.jobs)
     out: list[Policy] = []
     if every or n <= MILP_MAX_JOBS:
@@ -230,4 +237,9 @@ def candidate_policies(queue: NightQueue, *, time_limit_s: float, mip_gap: float
     out += [DispatchPolicy(f"dispatch-{order}", order=order) for order in DISPATCH_ORDERS]
     if every or n <= EFFICIENT_MAX_JOBS:
         out.append(DispatchPolicy("dispatch-efficient", order="priority", sizing="efficient", completion_aware=False))
+    if every or queue.objective in FAIR_OBJECTIVES:
+        # Every other candidate gives a starting job all the devices it can use, which under a fairness objective
+        # leaves the jobs behind it with nothing by morning (two 2 h jobs on 2 devices, a 1 h night: fairness 0
+        # where side by side gives 0.5).
+        out.append(DispatchPolicy("dispatch-share", order="priority", sizing="share", horizon=hours))
     return out

@@ -3,8 +3,10 @@ hand-computed on tiny queues and recomputed by the timeline verifier."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optsched.night import plan_night
@@ -73,15 +75,20 @@ def test_random_queues_report_team_shares_the_verifier_recomputes(queue, teams, 
         assert plan.summary.max_rho is not None and plan.summary.max_rho >= bound.max_rho_bound - 1e-9
 
 
+def _team_queue(*, devices: int, x_work: float, y_work: float) -> dict:
+    """Team x's jobs a and b of x_work hours, team y's job c of y_work hours, p = 1, on `devices` devices."""
+    return workload(
+        [device("g", "m", devices, [(100, 1.0)])],
+        [job("a", work=x_work, p=1.0, team="x"), job("b", work=x_work, p=1.0, team="x"),
+         job("c", work=y_work, p=1.0, team="y")],
+        objective="team_max_min",
+    )
+
+
 def test_a_fairness_objective_picks_the_fairest_candidate_timeline():
     # Two devices, team x's two 4 h jobs and team y's 1 h job, a 3 h night: the candidates differ in how much of
     # each team's work is done by morning. After deadlines and jobs never run, the fairest by morning is chosen.
-    queue = workload(
-        [device("g", "m", 2, [(100, 1.0)])],
-        [job("a", work=4.0, p=1.0, team="x"), job("b", work=4.0, p=1.0, team="x"),
-         job("c", work=1.0, p=1.0, team="y")],
-        objective="team_max_min",
-    )
+    queue = _team_queue(devices=2, x_work=4.0, y_work=1.0)
     plan = night_checked(queue, hours=3)
     assert not any("is not used" in w for w in plan.warnings)
     chosen = night_fairness(Queue.load(queue), plan.jobs, 3)
@@ -177,6 +184,9 @@ def test_the_fairness_bounds_are_hand_computed_and_met_on_two_equal_jobs():
     assert s.bound is not None and s.fairness is not None and s.max_rho is not None
     assert s.bound.fairness_gap == pytest.approx((0.5 - s.fairness) / 0.5, abs=1e-5)
     assert s.bound.max_rho_gap == pytest.approx((s.max_rho - 1.0) / s.max_rho, abs=1e-5)
+    # Both bounds are reached: the jobs run side by side (one on both devices leaves the other at 0 by morning).
+    assert s.fairness == pytest.approx(0.5, abs=1e-6) and s.bound.fairness_gap == pytest.approx(0.0, abs=1e-5)
+    assert s.max_rho == pytest.approx(1.0, abs=1e-6)
     # Under weighted_speedup no fairness bound; rho's stays (every summary reports max_rho).
     plain = night_bound(Queue.load({**queue, "objective": "weighted_speedup"}), hours=1.0, mip=False)
     assert plain.fairness_bound is None and plain.max_rho_bound == pytest.approx(1.0, abs=1e-5)
@@ -186,12 +196,7 @@ def test_a_team_bound_counts_the_teams_summed_progress_over_its_share():
     # Team x: two 1 h jobs; team y: one 4 h job (share 1/2 each), one device, a 2 h night, p = 1. Per hour of
     # device x's progress grows by 1 (a 1 h job), y's by 1/4: x_sum = h_x, y = h_y / 4, h_x + h_y <= 2, so
     # max min(2 h_x, 2 h_y / 4) = 2 h_x with h_x = h_y / 4: h_x = 0.4, bound 0.8.
-    queue = workload(
-        [device("g", "m", 1, [(100, 1.0)])],
-        [job("a", work=1.0, p=1.0, team="x"), job("b", work=1.0, p=1.0, team="x"),
-         job("c", work=4.0, p=1.0, team="y")],
-        objective="team_max_min",
-    )
+    queue = _team_queue(devices=1, x_work=1.0, y_work=4.0)
     bound = night_bound(Queue.load(queue), hours=2.0, mip=False)
     assert bound.fairness_bound == pytest.approx(0.8, abs=1e-5)
     plan = night_checked(queue, hours=2)
@@ -211,3 +216,45 @@ def test_the_rho_bound_follows_dependency_chains():
     assert plan.summary.bound.max_rho_bound == pytest.approx(2.0, abs=1e-5)
     assert plan.summary.max_rho == pytest.approx(2.0)
     assert plan.summary.bound.max_rho_gap == pytest.approx(0.0, abs=1e-5)
+
+
+def _best_static_fairness(
+    devices: int, jobs: list[tuple[float, float]], hours: float, teams: list[str] | None
+) -> float:
+    """Exhaustive search over static allocations (k_j identical devices of speed 1 for the whole night, sum k_j <=
+    devices): the largest fairness by morning, x_j = min(1, S(k_j) hours / work_j), S(k) = 1 / ((1 - p) + p / k)."""
+    best = 0.0
+    for ks in itertools.product(range(devices + 1), repeat=len(jobs)):
+        if sum(ks) > devices:
+            continue
+        x = [min(1.0, (1.0 / ((1 - p) + p / k) if k else 0.0) * hours / w) for k, (w, p) in zip(ks, jobs, strict=True)]
+        if teams:
+            names = sorted(set(teams))
+            value = min(sum(xi for xi, t in zip(x, teams, strict=True) if t == n) * len(names) for n in names)
+        else:
+            value = min(x)
+        best = max(best, value)
+    return best
+
+
+@pytest.mark.slow
+@settings(max_examples=20)
+@given(
+    devices=st.integers(2, 4),
+    jobs=st.lists(st.tuples(st.sampled_from([0.5, 1.0, 2.0, 4.0]), st.sampled_from([1.0, 0.9, 0.5])),
+                  min_size=2, max_size=3),
+    hours=st.sampled_from([0.5, 1.0, 2.0]),
+    teams=st.one_of(st.none(), st.lists(st.sampled_from("xy"), min_size=3, max_size=3)),
+)
+def test_the_night_is_at_least_as_fair_as_the_best_static_split(devices, jobs, hours, teams):
+    """On identical devices with every job released at once (no restart cost), no fixed split of the devices over
+    the night does more for the fairness by morning than the planner's timeline (found by exhaustive search)."""
+    teams = teams[: len(jobs)] if teams else None
+    queue = workload(
+        [device("g", "m", devices, [(100, 1.0)])],
+        [job(f"j{i}", work=w, p=p, **({"team": teams[i]} if teams else {})) for i, (w, p) in enumerate(jobs)],
+        objective="team_max_min" if teams else "max_min_speedup",
+    )
+    plan = night_checked(queue, hours=hours, restart_hours=0.0, bound_time_limit_s=0)
+    assert plan.summary.fairness is not None
+    assert plan.summary.fairness >= _best_static_fairness(devices, jobs, hours, teams) - 1e-6, plan.chosen
