@@ -131,7 +131,8 @@ def test_multi_server_general_service_beyond_the_exact_budget_is_labelled_an_app
     result = analyze(doc, exact=ExactBudget(max_states=10))
     low = result.classes[1]
     assert low.method_detail.startswith("approximation: Bondi & Buzen")
-    assert "error measured in issue 29" in low.method_detail and "exact engine: the chain" in low.method_detail
+    assert "error measured in issue 29" in low.method_detail and "exact engine: the QBD" in low.method_detail
+    assert "the truncated chain: the chain" in low.method_detail
     exact = analyze(doc)  # the default budget reaches this chain
     assert all(k.method_detail.startswith("exact: matrix-geometric (QBD)") for k in exact.classes)
 

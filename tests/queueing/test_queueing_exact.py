@@ -180,3 +180,65 @@ def test_the_engine_solves_with_one_blas_thread(monkeypatch):
     got = exact_means(classes, 2, NP)
     assert all(m.detail.startswith("exact: matrix-geometric (QBD)") for m in got.values())
     assert threads and set(threads) == {1}, threads
+
+
+# Three preemptive classes on one server, unequal laws: the M/G/1 preemptive-resume formula is exact for each.
+THREE_ON_ONE = [
+    QueueClass(0, 0.2, 1.0, 2.0, Law.hyperexponential),
+    QueueClass(1, 0.15, 2.0, 0.5, Law.erlang),
+    QueueClass(2, 0.1, 1.5, 2.0, Law.gamma),
+]
+
+
+def test_a_preemptive_class_takes_its_figures_from_the_chain_of_the_levels_above_it():
+    """Class k sees only levels 0..k: the middle class of three is the low class of the first two, the very chain
+    (so equal to the last digit), and the closed form's value."""
+    three = exact_means(THREE_ON_ONE, 1, PR)
+    two = exact_means(THREE_ON_ONE[:2], 1, PR)
+    closed = mean_times(THREE_ON_ONE, 1, PR)
+    assert three[1].response == two[1].response and three[1].wait == two[1].wait
+    for i in (0, 1):
+        assert three[i].detail.startswith("exact: matrix-geometric (QBD)")
+        assert three[i].response == pytest.approx(closed[i].response, rel=TOL)
+
+
+def test_the_middle_class_qbd_agrees_with_the_truncated_chain():
+    tight = ExactBudget(max_tail_share=1e-8, max_states=100_000)
+    qbd = exact_means(THREE_ON_ONE[:2], 1, PR, tight)
+    chain = exact_means(THREE_ON_ONE[:2], 1, PR, replace(tight, matrix_geometric=False))
+    assert chain[1].detail.startswith("exact: CTMC")
+    assert qbd[1].response == pytest.approx(chain[1].response, rel=1e-6)
+    assert qbd[1].wait == pytest.approx(chain[1].wait, rel=1e-6)
+
+
+def test_the_middle_class_on_two_servers_meets_buzen_and_bondi():
+    """Preemptive M/M/c with one mean: levels 0..k are an M/M/c queue, so each class has a closed form."""
+    classes = [QueueClass(i, rate, 1.0, 1.0, Law.exponential) for i, rate in enumerate((0.5, 0.6, 0.5))]
+    closed = mean_times(classes, 2, PR)
+    assert closed[1].detail.startswith("exact: Buzen & Bondi")
+    got = exact_means(classes, 2, PR)
+    assert got[1].detail.startswith("exact: matrix-geometric (QBD)")
+    assert got[1].response == pytest.approx(closed[1].response, rel=TOL)
+
+
+def test_a_qbd_is_counted_not_refused_on_its_estimate():
+    """The phase estimate overcounts: a QBD estimated above the limit but counted within it is solved."""
+    classes = [QueueClass(0, 0.3, 1.0, 4.0, Law.hyperexponential), QueueClass(1, 0.2, 2.0, 4.0, Law.hyperexponential)]
+    got = exact_means(classes, 2, PR)
+    assert got[1].detail.startswith("exact: matrix-geometric (QBD)")
+    laws = [phase_type(k.law, k.mean, k.scv) for k in classes]
+    high_bound = exact._geometric_bound(mean_times(classes, 2, PR)[0].response * classes[0].rate)
+    chain = exact._Chain(classes, laws, 2, PR, [max(4, high_bound), exact.UNBOUNDED])  # type: ignore[arg-type]
+    estimate = chain.estimated_phases()
+    limit = int(estimate / 1.3)
+    tight = exact_means(classes, 2, PR, ExactBudget(max_phases=limit))
+    assert tight[1].detail.startswith("exact: matrix-geometric (QBD)"), (estimate, limit, tight[1].detail)
+
+
+def test_a_class_beyond_both_exact_methods_says_why_for_each():
+    result = analyze(
+        study([klass("a", "high", 1.0, 1.0, 4.0), klass("b", "low", 1.0, 2.0, 4.0)], servers=4),
+        exact=ExactBudget(max_states=100, max_phases=5),
+    )
+    low = result.classes[1].method_detail
+    assert low.startswith("approximation") and "phases a level" in low and "the truncated chain:" in low, low
