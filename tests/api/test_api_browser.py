@@ -2,8 +2,7 @@
 planned through /v1, the login form, the plan page with its chart; Debian's Chromium driven by selenium.
 
 Saves a screenshot of the plan page (to bench/results/viewer.png with OPTSCHED_SAVE_SCREENSHOT=1); the pages one by
-one are tested in tests/pages. Skipped (saying how to install them) where /usr/bin/chromium or
-/usr/bin/chromedriver is missing; make test installs both (.ci/system-packages).
+one are tested in tests/pages. The browser comes from tests/support/browser.py.
 """
 
 from __future__ import annotations
@@ -18,50 +17,19 @@ import requests
 
 from optsched.verify.placement import verify
 from tests.api.test_api_server import DEMO, free_port, poll, server
+from tests.support.browser import console_errors, headless_chromium
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 SCREENSHOT = Path(__file__).resolve().parents[2] / "bench" / "results" / "viewer.png"
 TOKEN = "browser-test-token"
-CHROMIUM_FLAGS = (
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-)
 
-pytestmark = [
-    pytest.mark.skipif(
-        not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-        reason="needs Debian's headless Chromium: apt-get install chromium chromium-driver",
-    ),
-    pytest.mark.slow,  # a headless Chromium per test
-]
+pytestmark = pytest.mark.slow  # a headless Chromium per test
 
 
 @pytest.fixture
 def browser(tmp_path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}", "--window-size=1440,1000"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER), log_output=str(tmp_path / "chromedriver.log")),
-                              options=options)
-    driver.set_page_load_timeout(30)
+    driver = headless_chromium(tmp_path)
     yield driver
     driver.quit()
-
-
-def console_errors(driver) -> list[dict]:
-    return [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
 
 
 def test_the_plan_pages_render_in_chromium_without_console_errors(tmp_path, browser):

@@ -2,7 +2,7 @@
 
 The server is the real app (create_app) behind werkzeug's threaded server on a loopback port, with a token, on a
 throwaway SQLite file; results are stored finished, as a worker would, after the independent verifiers accepted them.
-Skipped (saying how to install them) where /usr/bin/chromium or /usr/bin/chromedriver is missing.
+The browser comes from tests/support/browser.py.
 """
 
 from __future__ import annotations
@@ -19,30 +19,14 @@ import pytest
 from api import create_app, services, shutdown
 from optsched.infra.store import JobState
 from optsched.service.kinds import KINDS
+from tests.support.browser import headless_chromium
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
 TOKEN = "pages-test-token"
-CHROMIUM_FLAGS = (
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--force-device-scale-factor=1",
-)
 # OPTSCHED_SAVE_SCREENSHOT=1 refreshes the committed screenshots in bench/results (and plans the shipped night queue
 # with the planner rather than a fast baseline), so that a plain test run leaves the work tree as it was.
 SAVE = os.environ.get("OPTSCHED_SAVE_SCREENSHOT") == "1"
 
-needs_chromium = pytest.mark.skipif(
-    not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-    reason="needs Debian's headless Chromium: apt-get install chromium chromium-driver",
-)
 
 
 class Site:
@@ -81,21 +65,10 @@ def site(tmp_path_factory) -> Iterator[Site]:
 
 def chromium(profile: Path, site: Site, *, javascript: bool = True):
     """Chromium logged in to `site` through its login form (a POST form: it works without JavaScript too)."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={profile / 'profile'}", "--window-size=1440,1000"):
-        options.add_argument(flag)
-    if not javascript:
-        options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER), log_output=str(profile / "chromedriver.log")),
-                              options=options)
-    driver.set_page_load_timeout(30)
+    driver = headless_chromium(profile, javascript=javascript)
     driver.get(f"{site.base}/")
     token = driver.find_element(By.ID, "token")  # the login page, as a person first sees it
     token.send_keys(TOKEN)
@@ -118,11 +91,6 @@ def browser_without_js(tmp_path_factory, site):
     driver = chromium(tmp_path_factory.mktemp("chromium-nojs"), site, javascript=False)
     yield driver
     driver.quit()
-
-
-def console_errors(driver) -> list[dict]:
-    """Severe console entries since the last call (CSP violations, script errors, failed loads)."""
-    return [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
 
 
 def open_page(driver, url: str, canvas_id: str) -> None:

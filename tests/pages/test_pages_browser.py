@@ -24,15 +24,14 @@ from tests.conftest import plan_checked
 from tests.pages.conftest import (
     SAVE,
     chart_jobs,
-    console_errors,
     hover_at,
     hover_element,
-    needs_chromium,
     open_page,
     screenshot,
 )
+from tests.support.browser import console_errors
 
-pytestmark = [needs_chromium, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 START = datetime(2026, 12, 1, 22, 0)
 PRIORITY_DATASETS = ("critical", "high", "normal", "low", "restart")
