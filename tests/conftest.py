@@ -12,9 +12,9 @@ import optsched
 from optsched.verify.placement import verify
 
 # The fast tier's rule, checked: `make test-durations` fails on a test over its limit that is not marked slow
-# (pytester: tests/test_durations.py runs the check on a suite of its own); the app and server fixtures of the
-# REST, hardening and reliability tests.
-pytest_plugins = ["tests.support.durations", "pytester", "tests.support.apps"]
+# (pytester: tests/test_durations.py runs the check on a suite of its own); under `make test` a skipped test fails;
+# the app and server fixtures of the REST, hardening and reliability tests.
+pytest_plugins = ["tests.support.durations", "tests.support.no_skips", "pytester", "tests.support.apps"]
 
 settings.register_profile(
     "default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]

@@ -1,4 +1,5 @@
-"""The fast tier's check (tests/support/durations.py) names a long test without the slow marker, and only that."""
+"""The fast tier's check (tests/support/durations.py) names a long test without the slow marker, and only that; under
+`make test` a skipped test fails (tests/support/no_skips.py)."""
 
 from __future__ import annotations
 
@@ -36,3 +37,29 @@ def test_without_a_limit_nothing_is_checked(pytester):
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest("-p", "tests.support.durations", "-p", "no:cacheprovider")
     assert result.ret == 0
+
+
+SKIPPING = """
+import pytest
+
+
+def test_needs_a_service():
+    pytest.skip("no such service here")
+
+
+@pytest.mark.xfail(reason="known")
+def test_known_failure():
+    assert False
+"""
+
+
+def test_under_make_test_a_skipped_test_fails(pytester, monkeypatch):
+    """With OPTSCHED_NO_SKIPS=1 a skip is a failure and an xfail stays one; without it, a skip stays a skip."""
+    pytester.makepyfile(test_suite=SKIPPING)
+    monkeypatch.setenv("OPTSCHED_NO_SKIPS", "1")
+    strict = pytester.runpytest("-p", "tests.support.no_skips", "-p", "no:cacheprovider")
+    strict.assert_outcomes(failed=1, xfailed=1)
+    strict.stdout.fnmatch_lines(["*skipped under OPTSCHED_NO_SKIPS=1*"])
+    monkeypatch.delenv("OPTSCHED_NO_SKIPS")
+    plain = pytester.runpytest("-p", "tests.support.no_skips", "-p", "no:cacheprovider")
+    plain.assert_outcomes(skipped=1, xfailed=1)
