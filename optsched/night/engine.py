@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
 from optsched.night.fleet import Fleet, Use, Uses
-from optsched.night.reasons import JobRecord, miss_reason, never_ran_reason
+from optsched.night.reasons import JobRecord, miss_reason, never_ran_reason, stopped_reason
 from optsched.night.summary import summarize
 from optsched.schema.night import (
     JobTimeline,
@@ -355,12 +355,12 @@ class _Run:
 
     def _repair(self) -> None:
         """Devices whose repair ends now are up; a stalled job whose devices are all back resumes on them, at the
-        highest caps (its own or lower) whose draw fits the budgets in force now, else it waits on."""
+        highest caps (its own or lower) whose draw fits the budgets in force until it would end, else it waits on."""
         for key in [key for key, back in self.down.items() if back <= self.t + TIME_TOL_HOURS]:
             del self.down[key]
         for i, job in enumerate(self.jobs):
             if job.state == "stalled" and not any((g, k) in self.down for g, _, ix in job.held for k in ix):
-                uses = self._fitting(job.uses)
+                uses = self._fitting(i, job.uses)
                 if uses is None:
                     continue
                 for g, _, indices in job.held:
@@ -369,30 +369,42 @@ class _Run:
                         self.holders[g][k] = i
                 self._run_on(i, uses, _relevel(job.held, uses), restart=True)
 
-    def _fitting(self, uses: Uses) -> Uses | None:
-        """These devices at their levels or lower (one cap step at a time) so that, with the running jobs, the draw
-        fits the global budget in force and the domain budgets; None if not even the lowest caps fit."""
-        fleet = self.fleet
-        running = [self.jobs[i].uses for i in self._running()]
+    def _fitting(self, i: int, uses: Uses) -> Uses | None:
+        """Job i's devices at these levels or lower (one cap step at a time) so that, with the running jobs still
+        running then, the draw fits the domain budgets and the global budget now and at every window start before
+        the job would end at those caps (a resumed job is not re-capped later: the policies only re-cap what they
+        started); None if not even the lowest caps fit."""
         current = list(uses)
         while True:
-            total, by_domain = fleet.power([*running, tuple(current)])
-            budget = fleet.budget_at(self.t)
-            over = (budget is not None and total > budget + 1e-9) or any(
-                by_domain.get(d, 0.0) > b + 1e-9 for d, b in fleet.queue.power.domains.items()
-            )
-            if not over:
+            if self._fits_until_end(i, tuple(current)):
                 return tuple(sorted(current))
             lower = [
                 (k, lv)
                 for k, u in enumerate(current)
-                for lv in [fleet.next_lower_cap_level(u.group, u.level)]
+                for lv in [self.fleet.next_lower_cap_level(u.group, u.level)]
                 if lv is not None
             ]
             if not lower:
                 return None
             k, lv = lower[0]
             current[k] = Use(current[k].group, lv, current[k].count)
+
+    def _fits_until_end(self, i: int, uses: Uses) -> bool:
+        """sum of draws <= budget_w at t and at each window start in (t, end of job i on `uses`), per domain too."""
+        fleet = self.fleet
+        s = fleet.speedup(i, uses)
+        end = self.t + fleet.restart_hours(i) + (self.jobs[i].remaining / s if s > 0 else math.inf)
+        running = {r: (self.jobs[r].uses, self._finish_at(r)) for r in self._running()}
+        instants = [self.t] + [b for b in fleet.boundaries if self.t + TIME_TOL_HOURS < b < end - TIME_TOL_HOURS]
+        for at in instants:
+            still = [u for u, ends in running.values() if at == self.t or ends > at + TIME_TOL_HOURS]
+            total, by_domain = fleet.power([*still, uses])
+            budget = fleet.budget_at(at)
+            if budget is not None and total > budget + 1e-9:
+                return False
+            if any(by_domain.get(d, 0.0) > b + 1e-9 for d, b in fleet.queue.power.domains.items()):
+                return False
+        return True
 
     def _fail(self) -> list[int]:
         """Failures starting now take each group's lowest-indexed devices that are up; return the jobs they stop."""
@@ -478,7 +490,9 @@ class _Run:
             if job.deadline_hours is not None:
                 met = rec.finish is not None and rec.finish <= job.deadline_hours * (1 + DEADLINE_RTOL)
             reason = None
-            if rec.finish is None:
+            if rec.finish is None and rec.pieces:
+                reason = stopped_reason(self.fleet, i, records, self.jobs[i].remaining)
+            elif rec.finish is None:
                 reason = never_ran_reason(self.fleet, i, records)
             elif met is False:
                 reason = miss_reason(self.fleet, i, records)

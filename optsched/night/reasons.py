@@ -37,6 +37,21 @@ def never_ran_reason(fleet: Fleet, i: int, records: list[JobRecord]) -> str:
     return "never ran: no decision found room for it (devices, power or its deadline) before the queue ran out"
 
 
+def stopped_reason(fleet: Fleet, i: int, records: list[JobRecord], remaining: float) -> str:
+    """Why job i, which ran until a device failure stopped it, never finished (`remaining`: its work left)."""
+    job = fleet.jobs[i]
+    stop = records[i].pieces[-1][1]
+    why = _power_blocks(fleet, i, records, since=stop, work=remaining, restart=fleet.restart_hours(i))
+    if why is None:
+        why = "no later decision found room for it (devices, power or its deadline)"
+    elif why.startswith("the fleet"):
+        why = f"alone at its lowest caps {why}"
+    return (
+        f"stopped: a device failure at {stop:.4g} h stopped it with {remaining:.4g} of its {job.work_hours:g} "
+        f"reference hours left, and it did not run again: {why}"
+    )
+
+
 def miss_reason(fleet: Fleet, i: int, records: list[JobRecord]) -> str:
     """Why job i, which has a deadline and ran, missed it."""
     job = fleet.jobs[i]
@@ -141,8 +156,17 @@ def _free_eligible(fleet: Fleet, i: int, records: list[JobRecord], at: float) ->
     return free, holders
 
 
-def _power_blocks(fleet: Fleet, i: int, records: list[JobRecord]) -> str | None:
-    """Why job i cannot run even alone at its lowest caps (a budget it would exceed), or None if it can."""
+def _power_blocks(
+    fleet: Fleet,
+    i: int,
+    records: list[JobRecord],
+    since: float | None = None,
+    work: float | None = None,
+    restart: float = 0.0,
+) -> str | None:
+    """Why job i cannot run even alone at its lowest caps (a budget it would exceed), from `since` (default: when
+    it is ready) with `work` reference hours (default: all of it) left and `restart` hours to pay first, or None
+    if it can."""
     job = fleet.jobs[i]
     groups = fleet.queue.devices
     headroom = {d: b - fleet.idle_of_domain(d) for d, b in fleet.queue.power.domains.items()}
@@ -159,7 +183,7 @@ def _power_blocks(fleet: Fleet, i: int, records: list[JobRecord]) -> str | None:
     if len(chosen) < job.min_devices:
         return "the domain budgets cannot hold its devices"
     draw = fleet.idle_w + sum(chosen)
-    ready, _ = _ready(fleet, i, records)
+    ready = _ready(fleet, i, records)[0] if since is None else since
     cuts = [ready, *(b for b in fleet.boundaries if b > ready)]
     periods = [(a, b, fleet.budget_at(a)) for a, b in zip(cuts, [*cuts[1:], math.inf], strict=True)]
     fits = [(a, b) for a, b, budget in periods if budget is None or draw <= budget + 1e-9]
@@ -170,7 +194,7 @@ def _power_blocks(fleet: Fleet, i: int, records: list[JobRecord]) -> str | None:
             f"most {most:,.0f} W)"
         )
     longest = max(b - a for a, b in fits)
-    shortest_run = job.work_hours / fleet.best_speedup(i)
+    shortest_run = restart + (job.work_hours if work is None else work) / fleet.best_speedup(i)
     if longest < shortest_run:
         return (
             f"the fleet draws {draw:,.0f} W, which the global budget allows only in stretches of at most "

@@ -52,6 +52,7 @@ def summarize(
         finished_by_end_of_night=len(by_night),
         finished_jobs_by_end_of_night=by_night,
         never_ran=never,
+        stopped=tuple(j.job for j in jobs if j.finish_hours is None and j.segments),
         hard_deadlines_met=sum(1 for j in jobs if Priority(j.priority) in HARD_PRIORITIES and j.deadline_met is True),
         hard_deadlines_missed=hard_missed,
         soft_deadlines_missed=soft_missed,

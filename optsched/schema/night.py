@@ -470,7 +470,10 @@ class NightSummary(_Frozen):
     horizon_hours: float = Field(description="max(night hours, makespan): the span energy and utilisation cover.")
     finished_by_end_of_night: int
     finished_jobs_by_end_of_night: tuple[str, ...]
-    never_ran: tuple[str, ...]
+    never_ran: tuple[str, ...] = Field(description="Jobs that did not finish (those in `stopped` too).")
+    stopped: tuple[str, ...] = Field(
+        default=(), description="Jobs that ran until a device failure stopped them and never finished."
+    )
     hard_deadlines_met: int
     hard_deadlines_missed: tuple[str, ...]
     soft_deadlines_missed: tuple[str, ...]

@@ -88,6 +88,11 @@ class _Ctx:
             for a, _ in self.down.get((alloc.device, i), ())
         )
 
+    def stopped(self, t: JobTimeline) -> bool:
+        """A job a device failure stopped for good: it has segments, no finish, and a device its last segment holds
+        fails at that segment's end."""
+        return t.finish_hours is None and bool(t.segments) and self.fails_at(t.segments[-1], t.segments[-1].to_hours)
+
     def restart_cost(self, job: NightJob) -> float:
         if job.restart_hours is not None:
             return job.restart_hours
@@ -245,7 +250,8 @@ def check_segments(ctx: _Ctx) -> list[str]:
             previous = s
         first = t.segments[0].from_hours if t.segments else None
         last = t.segments[-1].to_hours if t.segments else None
-        if not _same(ctx, t.start_hours, first) or not _same(ctx, t.finish_hours, last):
+        end = None if ctx.stopped(t) else last
+        if not _same(ctx, t.start_hours, first) or not _same(ctx, t.finish_hours, end):
             out.append(
                 f"{label}: reports start/finish {t.start_hours}/{t.finish_hours} h, segments span {first}/{last} h"
             )
@@ -394,8 +400,10 @@ def check_work(ctx: _Ctx) -> list[str]:
                 f"{label}: its segments do {done:.9g} reference hours of work net of rollbacks, the job needs "
                 f"{job.work_hours:g}"
             )
-        if t.finish_hours is None and t.segments:
-            out.append(f"{label}: has segments but no finish")
+        if t.finish_hours is None and t.segments and not ctx.stopped(t):
+            out.append(f"{label}: has segments but no finish, and no failure of its devices stopped its last one")
+        if ctx.stopped(t) and done >= job.work_hours * (1 - ctx.rel_tol):
+            out.append(f"{label}: reported stopped, but its segments do all its {job.work_hours:g} h of work")
     return out
 
 
@@ -601,6 +609,7 @@ def check_summary(ctx: _Ctx) -> list[str]:
         ("summary.status", s.status, status),
         ("hard_deadlines_missed", sorted(s.hard_deadlines_missed), hard_missed),
         ("never_ran", sorted(s.never_ran), never),
+        ("stopped", sorted(s.stopped), sorted(t.job for t in ctx.p.jobs if ctx.stopped(t))),
         ("finished_by_end_of_night", s.finished_by_end_of_night, by_night),
     ]
     for name, got, want in checks:
