@@ -282,7 +282,8 @@ def main(argv=None) -> int:
             f"{load_before[0]:.1f}, at the end {os.getloadavg()[0]:.1f}; grid {grid_seconds:.0f} s, total "
             f"{time.perf_counter() - started:.0f} s"
         ),
-        f"- command: `nice -n 10 .venv/bin/python -m bench.queueing --sim-work {args.sim_work}`",
+        f"- command: `nice -n {os.nice(0)} .venv/bin/python -m bench.queueing --sim-work {args.sim_work} "
+        f"--workers {args.workers}`",
         "- reference: the exact engine with a budget of 100,000 states and 60 s and a truncation 100x tighter than the "
         "service's; analytic: `analyze(study)` with the service's default budget; simulation: `analyze(study, "
         "method='simulation')`, 10 replications, MSER-5 warm-up, doubled until ±5 % or the work limit",

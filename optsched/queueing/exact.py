@@ -536,7 +536,7 @@ class _Chain:
         m0, m = len(sets[0]), len(sets[1])
         clock.spent_states += m0 + m
         if time.monotonic() > clock.deadline:
-            # The dense solve is not interrupted: it is not started past the deadline.
+            # Not started past the deadline; once started, the reduction stops at the first doubling past it.
             raise TooLarge(f"the QBD took longer than the engine's {budget.time_s:g} s (at {m:,} phases a level)")
         B00, B01, B10 = np.zeros((m0, m0)), np.zeros((m0, m)), np.zeros((m, m0))
         A0, A1, A2 = np.zeros((m, m)), np.zeros((m, m)), np.zeros((m, m))
@@ -552,7 +552,7 @@ class _Chain:
         B00 -= np.diag(B00.sum(axis=1) + B01.sum(axis=1))
         A1 -= np.diag(A1.sum(axis=1) + A0.sum(axis=1) + A2.sum(axis=1))
         try:
-            solution = solve_qbd(Blocks(B00=B00, B01=B01, B10=B10, A0=A0, A1=A1, A2=A2))
+            solution = solve_qbd(Blocks(B00=B00, B01=B01, B10=B10, A0=A0, A1=A1, A2=A2), clock.deadline)
         except (NotConverged, np.linalg.LinAlgError) as exc:
             raise TooLarge(f"the QBD did not solve: {exc}") from exc
         arr = np.array(list(sets[0]) + list(sets[1]), dtype=np.int64)

@@ -5,6 +5,7 @@ against their moments; the engine's budget and labels."""
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -15,7 +16,7 @@ from optsched.queueing import analyze, exact
 from optsched.queueing.analytic import QueueClass, erlang_c, mean_times
 from optsched.queueing.exact import ExactBudget, exact_means
 from optsched.queueing.phasetype import Law, gamma_fit, law_problem, phase_type
-from optsched.queueing.qbd import Blocks, solve_qbd
+from optsched.queueing.qbd import Blocks, NotConverged, solve_qbd
 from optsched.queueing.schema import Discipline
 from optsched.queueing.simulation import mser5
 from tests.queueing.queueing_factories import klass, study
@@ -171,9 +172,9 @@ def test_the_engine_solves_with_one_blas_thread(monkeypatch):
     """A thread per core slowed the QBD's small dense products 2-16x beside busy processes: one thread while solving."""
     threads: list[int] = []
 
-    def counted(blocks: Blocks):
+    def counted(blocks: Blocks, deadline: float | None = None):
         threads.extend(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
-        return solve_qbd(blocks)
+        return solve_qbd(blocks, deadline)
 
     monkeypatch.setattr(exact, "solve_qbd", counted)
     classes = [QueueClass(0, 0.2, 1.0, 2.0, Law.hyperexponential), QueueClass(1, 0.15, 2.0, 0.5, Law.erlang)]
@@ -242,3 +243,14 @@ def test_a_class_beyond_both_exact_methods_says_why_for_each():
     )
     low = result.classes[1].method_detail
     assert low.startswith("approximation") and "phases a level" in low and "the truncated chain:" in low, low
+
+
+def test_the_reduction_stops_at_its_deadline():
+    """A deadline already past stops the logarithmic reduction after one doubling instead of running it out (at
+    load 0.99 it needs several)."""
+    lam, mu = 0.99, 1.0
+    one = np.ones((1, 1))
+    blocks = Blocks(B00=-lam * one, B01=lam * one, B10=mu * one, A0=lam * one, A1=-(lam + mu) * one, A2=mu * one)
+    with pytest.raises(NotConverged, match="time limit after 1 doublings"):
+        solve_qbd(blocks, deadline=time.monotonic() - 1.0)
+    assert solve_qbd(blocks, deadline=time.monotonic() + 60.0).R[0, 0] == pytest.approx(lam / mu, rel=1e-10)
