@@ -27,12 +27,14 @@ from optsched.solve.strategies import (
     Parts,
     choose_strategy,
 )
-from optsched.testing.instances import generate_racks
+from optsched.solve.strategies.choose import columns_from
+from optsched.testing.instances import generate, generate_racks
 from optsched.verify.placement import verify
 
 ROOT = Path(__file__).resolve().parents[1]
 
 RACKS = ModelData(generate_racks("M", 0))
+PLAIN = ModelData(generate("M", 0))
 MIN_POWER = ModelData(generate_racks("M", 0).model_copy(update={"objective": "min_power"}))
 
 
@@ -50,15 +52,29 @@ def test_every_strategy_name_but_auto_is_registered_once():
 
 
 def test_auto_picks_by_the_option_thresholds():
-    n = option_count(RACKS)
-    assert chosen(RACKS) is DirectMilp  # M is far below direct_max_options
-    assert chosen(RACKS, direct_max_options=n - 1) is ColumnGeneration
-    assert chosen(RACKS, direct_max_options=n - 1, column_max_options=n - 1) is Parts
-    assert chosen(RACKS, direct_max_options=n) is DirectMilp
+    n = option_count(PLAIN)
+    assert chosen(PLAIN) is DirectMilp  # plain M is below direct_max_options
+    assert chosen(PLAIN, direct_max_options=n - 1) is ColumnGeneration
+    assert chosen(PLAIN, direct_max_options=n - 1, column_max_options=n - 1) is Parts
+    assert chosen(PLAIN, direct_max_options=n) is DirectMilp
     # min_power has no column generation: above the threshold it is split into parts.
     assert chosen(MIN_POWER, direct_max_options=0) is Parts
     # Too little time to build the model: the first plan re-placed, no model.
-    assert chosen(RACKS, seconds=1e-6) is HeuristicOnly
+    assert chosen(PLAIN, seconds=1e-6) is HeuristicOnly
+
+
+def test_columns_take_over_from_their_threshold_lower_with_per_domain_budgets():
+    """Racks M (4 budgeted domains, about 12,000 options) goes to columns, plain M (2 domains, as many options) to
+    one MILP, as measured side by side (SolveOptions); min_power, which has no columns, stays with one MILP."""
+    racks, plain = option_count(RACKS), option_count(PLAIN)
+    assert abs(racks - plain) < 0.1 * plain
+    assert columns_from(RACKS, SolveOptions()) == 10_000 and columns_from(PLAIN, SolveOptions()) == 30_000
+    assert chosen(RACKS) is ColumnGeneration and chosen(PLAIN) is DirectMilp and chosen(MIN_POWER) is DirectMilp
+    assert chosen(RACKS, column_min_options_linked=racks + 1) is DirectMilp
+    assert chosen(PLAIN, column_min_options=plain) is ColumnGeneration
+    assert chosen(RACKS, column_min_options_linked=racks, column_max_options=racks - 1) is DirectMilp
+    # The night planner's event workloads are far below either threshold.
+    assert chosen(ModelData(RACKS.workload.model_copy(update={"jobs": RACKS.workload.jobs[:2]}))) is DirectMilp
 
 
 def test_a_forced_strategy_is_used_where_it_applies_and_auto_decides_where_not():

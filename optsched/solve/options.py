@@ -41,7 +41,8 @@ class SolveOptions:
     Under "auto": above `direct_max_options` placement options a plain workload on HiGHS is split, by column
     generation for weighted_speedup up to `column_max_options` options (0: never), by parts otherwise; the
     parts aim at `part_options` options each and run in `part_workers` processes; column generation prices in
-    `pricing_workers` processes.
+    `pricing_workers` processes. Where column generation applies it already takes over from `column_min_options`
+    options (`column_min_options_linked` when power domains carry budgets of their own).
     """
 
     time_limit_s: float | None = None
@@ -56,6 +57,15 @@ class SolveOptions:
     strategy: StrategyName = "auto"
     # The measured crossover of one MILP against the parts on 2 cores (bench/results/planner-large.md).
     direct_max_options: int = 150_000
+    # From these many options on, where column generation applies (weighted_speedup on HiGHS), it replaces the one
+    # MILP. Side by side on 2 cores (30 s, load 6-9; docs/benchmarks/planner-large.md): plain 200 x 16 (12,000
+    # options): the one MILP proves 1 % in 9-11 s, columns in 18-22 s; plain 500 x 32 (59,000): the one MILP ends
+    # 347 % from its bound, columns 12 %; 1,000 x 32 (118,000): 535-1,064 % against 0.5-1.0 %.
+    column_min_options: int = 30_000
+    # The same where LINKED_DOMAINS or more power domains have budgets of their own (racks): racks 200 x 16
+    # (11,800-12,600 options): the one MILP ends 12-83 % from its bound at 30 s, columns prove 1 % in 13-16 s; the
+    # night planner's event workloads (160-264 options) stay with one MILP (0.25-0.57 % in under 0.2 s).
+    column_min_options_linked: int = 10_000
     # Above this column generation does not converge within a minute on 2 cores, and the parts take the workload.
     # 4,000,000 takes in racks 10,000 x 100 (3.8 million options) and racks3 5,000 x 192 (3.7 million): since the
     # LP is rounded before the integer master, columns beat the parts there (bench/results/planner-large.md).
@@ -71,7 +81,7 @@ class SolveOptions:
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGY_NAMES:
             raise ValueError(f"strategy must be one of {STRATEGY_NAMES}, not {self.strategy!r}")
-        for name in ("direct_max_options", "column_max_options"):
+        for name in ("direct_max_options", "column_min_options", "column_min_options_linked", "column_max_options"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)!r}")
         for name in ("part_options", "part_workers", "pricing_workers"):

@@ -21,6 +21,9 @@ log = logging.getLogger(__name__)
 # times the estimate.
 BUILD_S_PER_OPTION = 1e-5
 BUILD_TIME_FACTOR = 4.0
+# Budgeted power domains from which a workload counts as linked (columns_from): the rack family has 4 at 200 jobs,
+# the plain one 2.
+LINKED_DOMAINS = 3
 
 
 # Every strategy, by its name in SolveOptions.strategy ("auto" names none: choose_strategy decides).
@@ -32,8 +35,8 @@ STRATEGIES: dict[StrategyName, type[Strategy]] = {
 def choose_strategy(
     data: ModelData, options: SolveOptions, *, has_first_plan: bool, budget: TimeBudget, solve_part: SolveFn
 ) -> Strategy:
-    """`options.strategy`, or under "auto" (and for a forced strategy that cannot apply) by size: columns or parts
-    above `direct_max_options` placement options (columns up to `column_max_options`, where they apply); the first
+    """`options.strategy`, or under "auto" (and for a forced strategy that cannot apply) by size: columns where they
+    apply from `columns_from` placement options up to `column_max_options`; parts above `direct_max_options`; the first
     plan alone when the time left would not build the model; the one MILP otherwise. `solve_part` solves each
     part of the parts strategy."""
     name = options.strategy
@@ -45,10 +48,24 @@ def choose_strategy(
     return STRATEGIES[name].create(options, solve_part)
 
 
+def columns_from(data: ModelData, options: SolveOptions) -> int:
+    """The option count from which column generation replaces the one MILP under "auto" (where it applies):
+    `column_min_options`, or the lower `column_min_options_linked` when LINKED_DOMAINS or more power domains have
+    budgets of their own (they link the jobs, and the one MILP's relaxation is weak there; SolveOptions has the
+    measurements)."""
+    w = data.workload
+    budgeted = {g.domain for g in w.devices if g.domain is not None} & set(w.power.domains)
+    if len(budgeted) >= LINKED_DOMAINS:
+        return min(options.column_min_options, options.column_min_options_linked)
+    return options.column_min_options
+
+
 def _by_size(data: ModelData, options: SolveOptions, has_first_plan: bool, budget: TimeBudget) -> StrategyName:
     n_options = option_count(data)
+    columns = ColumnGeneration.applies(data, options, has_first_plan) and n_options <= options.column_max_options
+    if columns and n_options >= columns_from(data, options):
+        return "columns"
     if Parts.applies(data, options, has_first_plan) and n_options > options.direct_max_options:
-        columns = ColumnGeneration.applies(data, options, has_first_plan) and n_options <= options.column_max_options
         return "columns" if columns else "parts"
     if HeuristicOnly.applies(data, options, has_first_plan) and (
         budget.remaining() < BUILD_TIME_FACTOR * BUILD_S_PER_OPTION * n_options
