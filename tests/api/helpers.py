@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from optsched.schema.catalog import sample_workload_path
@@ -48,6 +49,18 @@ def assert_verified(data: dict[str, Any], resource: dict[str, Any]) -> None:
     """A finished plan resource carries a plan the independent verifier accepts."""
     assert resource["plan"] is not None, resource
     assert verify(data, resource["plan"]) == []
+
+
+def drawn(client, url: str, timeout_s: float = 120.0, **kwargs: Any):
+    """GET a chart the way the service asks a client to: a 503 (every drawing slot busy, or a drawing process
+    slow to start on a busy machine) carries Retry-After, and the same GET is made again after it, until the
+    deadline. Any other answer is returned as it is."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        response = client.get(url, **kwargs)
+        if response.status_code != 503 or time.monotonic() > deadline:
+            return response
+        time.sleep(min(float(response.headers.get("Retry-After", 1)), 5.0))
 
 
 def solve_now(app, resource_id: str) -> dict:

@@ -7,7 +7,7 @@ import pytest
 import optsched
 from api import services
 from optsched.verify.timeline import verify_timeline
-from tests.api.helpers import night_queue, tiny_workload
+from tests.api.helpers import drawn, night_queue, tiny_workload
 from tests.night.test_night_exact import hand_queue, spans
 from tests.support.factories import device, job, workload
 from tests.support.polling import poll
@@ -46,12 +46,12 @@ def test_a_night_plan_is_accepted_planned_and_its_timeline_is_the_hand_computed_
     night = optsched.NightPlan.model_validate(final["night_plan"])
     assert night.hours == 6 and night.start.isoformat() == "2026-12-01T22:00:00"
     assert spans(night)["C"] == [(2.0, 2.5, 1.0, (("g", (1,), 100.0),)), (2.5, 3.5, 0.5, (("g", (1,), 50.0),))]
-    gantt = live.get(f"{response.headers['Location']}/gantt.png")
+    gantt = drawn(live, f"{response.headers['Location']}/gantt.png")
     assert_png(gantt)
     assert gantt.headers["Cache-Control"] == "private, no-cache"
     again = live.get(f"{response.headers['Location']}/gantt.png", headers={"If-None-Match": gantt.headers["ETag"]})
     assert again.status_code == 304 and not again.data
-    assert_png(live.get(f"{response.headers['Location']}/power.png"))
+    assert_png(drawn(live, f"{response.headers['Location']}/power.png"))
 
 
 def test_night_arguments_reach_plan_night(live):
@@ -112,7 +112,7 @@ def test_a_frontier_is_planned_and_each_point_is_the_optimum_at_its_budget(live)
         assert point["weighted_speedup"] == pytest.approx(alone.weighted_speedup, rel=0.01)
         assert point["power_w"] <= point["budget_w"] + 1e-6
     assert [p["weighted_speedup"] for p in points] == sorted(p["weighted_speedup"] for p in points)
-    assert_png(live.get(f"{response.headers['Location']}/plot.png"))
+    assert_png(drawn(live, f"{response.headers['Location']}/plot.png"))
 
 
 def test_the_frontier_sweep_finds_its_own_budgets(live):

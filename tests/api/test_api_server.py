@@ -68,7 +68,7 @@ def wait_ready(base: str, process: subprocess.Popen, log: Path, timeout_s: float
         try:
             if requests.get(f"{base}/readyz", timeout=2).status_code == 200:
                 return
-        except requests.ConnectionError:
+        except requests.RequestException:  # not listening yet, or too busy starting to answer within 2 s
             pass
         time.sleep(0.1)
     raise AssertionError(f"server not ready in {timeout_s} s:\n{log.read_text()}")

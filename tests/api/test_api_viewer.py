@@ -15,7 +15,7 @@ from api import pages, services
 from optsched.infra.store import JobState
 from optsched.service.kinds import KINDS
 from optsched.verify.timeline import verify_timeline
-from tests.api.helpers import night_queue, tiny_workload
+from tests.api.helpers import drawn, night_queue, tiny_workload
 from tests.conftest import plan_checked
 from tests.support.factories import device, job, workload
 from tests.test_elastic import fleet
@@ -95,7 +95,7 @@ def test_a_plan_page_has_the_chart_the_power_by_domain_and_every_job(app, client
     assert "domain rack1" in power[1] and "1,800 W" in power[1] and "<meter" in power[1]
     assert f"{plan.power_w:,.0f} W" in power[0]
     assert "<meta http-equiv=\"refresh\"" not in html
-    chart = client.get(f"/plans/{plan_id}/placement.png")
+    chart = drawn(client, f"/plans/{plan_id}/placement.png")
     assert chart.status_code == 200 and chart.data.startswith(PNG_SIGNATURE)
 
 
@@ -128,7 +128,7 @@ def test_user_text_is_escaped_in_pages_and_drawn_literally_in_charts(app, client
     assert (
         "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;&lt;/script&gt;" in html
     )
-    assert client.get(f"/plans/{plan_id}/placement.png").status_code == 200  # `$\frac{$` is no math text
+    assert drawn(client, f"/plans/{plan_id}/placement.png").status_code == 200  # `$\frac{$` is no math text
     listing = page(client, "/")
     assert "<img src=x" not in listing and "&lt;img src=x onerror=alert(1)&gt;" in listing
     missing = page(client, "/plans/%3Cscript%3Ealert(1)", 404)
@@ -166,7 +166,7 @@ def test_the_night_page_lists_every_job_with_its_devices_and_clock_times(app, cl
     html = page(client, f"/night-plans/{night_id}")
     assert re.search(rf'<noscript>\s*<img id="gantt-chart" class="chart" src="/night-plans/{night_id}/gantt.png"', html)
     assert f'src="/night-plans/{night_id}/power.png"' in html
-    assert client.get(f"/night-plans/{night_id}/gantt.png").data.startswith(PNG_SIGNATURE)
+    assert drawn(client, f"/night-plans/{night_id}/gantt.png").data.startswith(PNG_SIGNATURE)
 
     table = rows(html, "jobs")
     assert len(table) == len(night.jobs)
@@ -214,7 +214,7 @@ def test_the_frontier_page_carries_its_curve(app, client):
     html = page(client, f"/frontiers/{frontier_id}")
     assert f'src="/frontiers/{frontier_id}/plot.png"' in html
     assert len(rows(html, "points")) == 2
-    assert client.get(f"/frontiers/{frontier_id}/plot.png").data.startswith(PNG_SIGNATURE)
+    assert drawn(client, f"/frontiers/{frontier_id}/plot.png").data.startswith(PNG_SIGNATURE)
     curve = chart_data(html)
     assert [(p["budget"], p["speedup"]) for p in curve["points"]] == [
         (p.budget_w, p.weighted_speedup) for p in frontier.points

@@ -16,6 +16,7 @@ from optsched.night import plan_night
 from optsched.schema.plan import Plan
 from optsched.schema.workload import Workload
 from optsched.verify.placement import verify
+from tests.api.helpers import drawn
 from tests.hardening.conftest import paths, problem
 from tests.support.timing import loaded
 
@@ -138,10 +139,10 @@ def test_a_chart_too_large_to_draw_is_a_409_at_once_and_a_small_one_is_drawn(mak
     assert "OPTSCHED_MAX_CHART_ROWS" in body["detail"] and "3,000 rows" in body["detail"]
     assert time.monotonic() - started < loaded(1.5)  # not drawn: the 3,000-row chart took 44 s and 565 MB
     small = finished_night(app, {**queue, "devices": [{"id": "g", "model": "A100-SXM", "count": 4}]})
-    drawn = client.get(f"/v1/night-plans/{small}/gantt.png")
-    assert drawn.status_code == 200 and drawn.data.startswith(b"\x89PNG")
-    as_bytes = client.get(f"/v1/night-plans/{small}/gantt.png", headers={"Accept": "application/octet-stream"})
-    assert as_bytes.mimetype == "application/octet-stream" and as_bytes.data == drawn.data
+    chart = drawn(client, f"/v1/night-plans/{small}/gantt.png")
+    assert chart.status_code == 200 and chart.data.startswith(b"\x89PNG")
+    as_bytes = drawn(client, f"/v1/night-plans/{small}/gantt.png", headers={"Accept": "application/octet-stream"})
+    assert as_bytes.mimetype == "application/octet-stream" and as_bytes.data == chart.data
 
 
 def test_the_limits_are_published_in_the_served_spec(make_app):
