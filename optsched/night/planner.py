@@ -43,6 +43,7 @@ from optsched.night.improve import SEARCH_MAX_JOBS, SEARCH_MIN_JOBS, local_searc
 from optsched.night.milp import (
     NIGHT_MIP_GAP,
     NIGHT_TIME_LIMIT_S,
+    SOFT_MISS_HOURS,
     MilpPolicy,
     night_warnings,
     validate_night,
@@ -59,8 +60,6 @@ MILP_MAX_JOBS = 100
 CLASSIC_MAX_JOBS = 100
 EFFICIENT_MAX_JOBS = 150
 DISPATCH_ORDERS = ("priority", "deadline", "wspt", "hybrid")
-# Hours a missed soft deadline adds to its job's completion in the ranking (docs/guides/night.md).
-SOFT_MISS_HOURS = 1.0
 CANDIDATE_NAMES = ("milp", "milp-classic", *(f"dispatch-{order}" for order in DISPATCH_ORDERS), "dispatch-efficient")
 # The improvement phase after the candidates (optsched.night.improve): asked for by this name in `candidates`.
 SEARCH_NAME = "dispatch-search"
