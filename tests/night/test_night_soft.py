@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from optsched.night.planner import CANDIDATE_NAMES, priced_completion
 from tests.night.conftest import night_checked
 from tests.support.factories import device, job, workload
+
+CANDIDATE = "milp-soft"
 
 
 def soft_queue(deadline: float | None, priority: str = "normal") -> dict:
@@ -27,18 +30,30 @@ def finishes(plan) -> dict[str, float]:
 
 
 def test_without_a_deadline_the_milp_runs_the_heavier_job_first():
-    plan = night_checked(soft_queue(None), candidates=("milp",))
+    plan = night_checked(soft_queue(None), candidates=(CANDIDATE,))
     assert finishes(plan) == {"A": pytest.approx(1.0), "B": pytest.approx(2.2)}
 
 
 def test_a_soft_deadline_within_reach_is_kept_by_the_milp():
-    plan = night_checked(soft_queue(1.3), candidates=("milp",))
+    plan = night_checked(soft_queue(1.3), candidates=(CANDIDATE,))
     assert finishes(plan) == {"A": pytest.approx(2.2), "B": pytest.approx(1.2)}
     assert plan.summary.soft_deadlines_missed == ()
 
 
+def test_the_plain_milp_prices_no_soft_deadline_and_the_planner_keeps_the_better_timeline():
+    assert CANDIDATE in CANDIDATE_NAMES
+    plain = night_checked(soft_queue(1.3), candidates=("milp",))
+    assert finishes(plain) == {"A": pytest.approx(1.0), "B": pytest.approx(2.2)}
+    assert plain.summary.soft_deadlines_missed == ("B",)
+    # The ranking prices B's miss at 1 h: A first (4 x 1 + 2 x 2.2 + 2 x 1) / 6 = 1.733 h beats B first
+    # (4 x 2.2 + 2 x 1.2) / 6 = 1.867 h, and the planner keeps the better of the two candidates.
+    soft = night_checked(soft_queue(1.3), candidates=(CANDIDATE,))
+    assert priced_completion(plain) == pytest.approx(10.4 / 6) and priced_completion(soft) == pytest.approx(11.2 / 6)
+    assert priced_completion(night_checked(soft_queue(1.3))) == pytest.approx(10.4 / 6)
+
+
 def test_a_soft_deadline_out_of_reach_adds_nothing():
     """B cannot end by 1.1 h even alone (1.2 h of work): it is late anyway and A, heavier, goes first."""
-    plan = night_checked(soft_queue(1.1), candidates=("milp",))
+    plan = night_checked(soft_queue(1.1), candidates=(CANDIDATE,))
     assert finishes(plan) == {"A": pytest.approx(1.0), "B": pytest.approx(2.2)}
     assert plan.summary.soft_deadlines_missed == ("B",)
