@@ -24,7 +24,9 @@ over each slot, u[j,t] = [C_j > a_t]. Then every row holds:
   least x / r_j hours after a_t, so C_j >= a_t u[j,t] + x[j,t] / r_j - a_t+1 u[j,t+1]; the mean busy time is at
   least sum_t a_t x[j,t] and at most C_j - 1 / (2 r_j) (progress at rate <= r_j); C_j >= release + 1 / r_j;
 * `after` i -> j: j makes no progress in a slot unless i is finished by its end (x[j,t] <= 1 - u[i,t+1]),
-  and C_j >= C_i + 1 / r_j.
+  and C_j >= C_i + 1 / r_j;
+* time windows: no progress before e_j = max(release_j, max over i before j of e_i + 1 / r_i) (no predecessor
+  can end sooner), so x[j,t] <= r_j x hours of the slot after e_j and u[j,t] = 1 for a_t < e_j + 1 / r_j.
 
 What it relaxes: device indices and min_devices (counts are averages), restarts (free, at any instant), device
 failures (devices never fail), the host speed (always the job's fastest), deadlines (a timeline may miss them;
@@ -191,13 +193,34 @@ def build(queue: NightQueue, fleet: Fleet, edges: list[float]) -> TimeIndexed:
     return model
 
 
+def earliest_starts(model: TimeIndexed) -> list[float]:
+    """e_j = max(release_j, max over i before j of e_i + 1 / r_i): no timeline progresses job j before (hours)."""
+    preds = model.fleet.predecessors
+    out: list[float | None] = [None] * len(model.queue.jobs)
+    for root in range(len(out)):
+        stack = [root]
+        while stack:  # predecessors first (the `after` graph is acyclic: the schema checks it)
+            j = stack[-1]
+            todo = [i for i in preds[j] if out[i] is None]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            if out[j] is None:
+                ends = [e + 1.0 / model.rate(i) for i in preds[j] if (e := out[i]) is not None]
+                out[j] = max([model.queue.jobs[j].release_hours, *ends])
+    return [0.0 if e is None else e for e in out]
+
+
 def add_columns(model: TimeIndexed) -> None:
-    """n, R, x (release and rate bounds: x[j,t] <= r_j x hours of the slot after the release), u, C (>= release
-    + 1 / r_j); the objective sum_j w_j C_j / sum_j w_j in hours."""
+    """n, R, x (start and rate bounds: x[j,t] <= r_j x hours of the slot after its earliest start e_j), u (fixed
+    to 1 in slots starting before e_j + 1 / r_j, when it cannot be finished), C (>= e_j + 1 / r_j); the objective
+    sum_j w_j C_j / sum_j w_j in hours."""
     q, m, T = model.queue, model.m, model.slots
     weights = [job.objective_weight for job in q.jobs]
     total = sum(weights)
-    for j, job in enumerate(q.jobs):
+    starts = earliest_starts(model)
+    for j in range(len(q.jobs)):
         r = model.rate(j)
         most = model.fleet.max_devices(j)
         for t in range(T):
@@ -207,10 +230,11 @@ def add_columns(model: TimeIndexed) -> None:
             model.speed[j, t] = m.column(0.0, math.inf)
         for t in range(T + 1):
             end = model.edges[t + 1] if t < T else math.inf
-            room = end - max(model.edges[t], job.release_hours)
+            room = end - max(model.edges[t], starts[j])
             model.x[j, t] = m.column(0.0, 0.0 if room <= 0 else min(1.0, r * room))
-            model.u[j, t] = m.column(1.0 if t == 0 else 0.0, 1.0, integer=True)
-        model.c[j] = m.column(job.release_hours + 1.0 / r, math.inf, cost=weights[j] / total)
+            unfinished = t == 0 or model.edges[t] < starts[j] + 1.0 / r - 1e-9
+            model.u[j, t] = m.column(1.0 if unfinished else 0.0, 1.0, integer=True)
+        model.c[j] = m.column(starts[j] + 1.0 / r, math.inf, cost=weights[j] / total)
 
 
 def add_device_capacity(model: TimeIndexed) -> None:

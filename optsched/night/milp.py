@@ -86,6 +86,11 @@ CANDIDATES = (8, 40)
 # A hard job's deadline handed to the core keeps this share of its time as slack when a lower budget is still
 # to come before it (so that re-capping in a window does not turn a tight allocation into a miss).
 WINDOW_SLACK = 0.1
+# Hours a missed soft deadline adds to its job's completion: in the ranking of timelines (optsched.night.planner)
+# and, spread over the slack left, in an event's weights (docs/guides/night.md).
+SOFT_MISS_HOURS = 1.0
+# The slack a soft deadline's weight is spread over is at least this (hours): a job about to miss is not worth more.
+SOFT_SLACK_FLOOR_HOURS = 0.25
 # MilpPolicy weightings that follow a fairness objective over the night (NightQueue.night_fairness).
 FAIR_WEIGHTINGS = ("progress", "finish_time")
 RANK = {Priority.critical: 0, Priority.high: 1, Priority.normal: 2, Priority.low: 3}
@@ -211,7 +216,8 @@ class MilpPolicy:
         self.threads = threads  # one thread: HiGHS is then deterministic
         self.completion_aware = completion_aware
         self.elastic = elastic
-        self.wsrpt = weighting == "wsrpt"  # else the priority weights alone, as before issue 13
+        self.wsrpt = weighting in ("wsrpt", "wsrpt-soft")  # else the priority weights alone, as before issue 13
+        self.soft = weighting == "wsrpt-soft"  # soft deadlines within reach raise their jobs' weights
         # "progress" / "finish_time": the gradient of the queue's fairness objective over the night
         # (optsched.night.fairness), instead of the priority weights.
         self.fair = weighting if weighting in FAIR_WEIGHTINGS else None
@@ -390,7 +396,7 @@ class MilpPolicy:
     def _weight(self, view: View, j: int, remaining: float) -> float:
         if self.fair is not None:
             return self._fair_weights[j]
-        return _weight(view, j, remaining) if self.wsrpt else view.fleet.jobs[j].objective_weight
+        return _weight(view, j, remaining, self.soft) if self.wsrpt else view.fleet.jobs[j].objective_weight
 
     def _patience(self, view: View, j: int, remaining: float, restart: float, free) -> tuple[bool, float | None]:
         """(should it wait?, runtime limit if it starts): completion-aware, a job starts now only if that does not
@@ -752,12 +758,22 @@ def fair_weights(view: View, weighting: str) -> dict[int, float]:
     return progress_weights(queue, jobs, view.work_left)
 
 
-def _weight(view: View, j: int, remaining: float) -> float:
-    """Priority weight x weight per hour of the job's fastest remaining run (at least a quarter hour): the MILP
-    then values speed most where it ends a job soonest, as weighted shortest remaining time does."""
-    best = view.fleet.best_speedup(j)
+def _weight(view: View, j: int, remaining: float, soft: bool = False) -> float:
+    """Priority weight x weight per hour of the job's fastest remaining run (at least a quarter hour); with `soft`,
+    times 1 + SOFT_MISS_HOURS / slack for a soft deadline still within reach (slack = deadline - now - fastest run, h):
+    the MILP then values speed most where it ends a job soonest, as weighted shortest remaining time does, and a
+    soft deadline about to be missed costs what the ranking charges for it (hard deadlines are constraints)."""
+    fleet = view.fleet
+    best = fleet.best_speedup(j)
     run = remaining / best if best > 0 else 1.0
-    return view.fleet.jobs[j].objective_weight / max(run, 0.25)
+    weight = fleet.jobs[j].objective_weight / max(run, 0.25)
+    job = fleet.jobs[j]
+    if not soft or job.is_hard or job.deadline_hours is None:
+        return weight
+    slack = job.deadline_hours * (1 + DEADLINE_SLACK) - view.t - view.restart_of(j) - run
+    if best <= 0 or slack < 0:
+        return weight  # already lost: no longer worth anything extra
+    return weight * (1 + SOFT_MISS_HOURS / max(slack, SOFT_SLACK_FLOOR_HOURS))
 
 
 def _group_counts(uses: Uses) -> dict[int, int]:
