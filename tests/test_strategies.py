@@ -73,8 +73,10 @@ def test_columns_take_over_from_their_threshold_lower_with_per_domain_budgets():
     assert chosen(RACKS, column_min_options_linked=racks + 1) is DirectMilp
     assert chosen(PLAIN, column_min_options=plain) is ColumnGeneration
     assert chosen(RACKS, column_min_options_linked=racks, column_max_options=racks - 1) is DirectMilp
-    # The night planner's event workloads are far below either threshold.
+    # The night planner's event workloads are far below either threshold, and carry rows of their own (its
+    # lookahead, extra_functionality), which only the one MILP takes, whatever the size.
     assert chosen(ModelData(RACKS.workload.model_copy(update={"jobs": RACKS.workload.jobs[:2]}))) is DirectMilp
+    assert chosen(RACKS, extra_functionality=lambda builder, data: None) is DirectMilp
 
 
 def test_a_forced_strategy_is_used_where_it_applies_and_auto_decides_where_not():
