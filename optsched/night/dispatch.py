@@ -379,47 +379,54 @@ def fair_shares(view: View, horizon: float | None) -> dict[int, int]:
         gained = fleet.speedup(j, option) * max(0.0, left - restart) if option else 0.0
         return min(1.0, (job.work_hours - remaining + gained) / job.work_hours) if job.work_hours > 0 else 1.0
 
+    def member(j: int) -> tuple[object, float]:
+        """Whose level job j's progress raises (itself, or its team), and what one unit of progress adds to it."""
+        job = fleet.jobs[j]
+        return (job.team_name, 1.0 / shares[job.team_name]) if teams else (j, 1.0 / job.weight)
+
     level: dict[object, float] = {}  # a member (job, or team name) -> its projected level
     for r in view.running:
         job = fleet.jobs[r.job]
         done = job.work_hours - r.remaining + fleet.speedup(r.job, r.uses) * max(0.0, left - r.restart_left)
-        x = min(1.0, done / job.work_hours) if job.work_hours > 0 else 1.0
-        key = job.team_name if teams else r.job
-        level[key] = level.get(key, 0.0) + (x / shares[job.team_name] if teams else x / job.weight)
+        key, unit = member(r.job)
+        level[key] = level.get(key, 0.0) + (min(1.0, done / job.work_hours) if job.work_hours > 0 else 1.0) * unit
     counts = dict.fromkeys(ready, 0)
+    cap = {j: min(fleet.max_devices(j), sum(view.free[g] for g in fleet.eligible_groups[j])) for j in ready}
     x_now = {j: progress(j, 0, view.remaining[j], view.restart_of(j)) for j in ready}
     for j in ready:
-        job = fleet.jobs[j]
-        key = job.team_name if teams else j
-        level[key] = level.get(key, 0.0) + (x_now[j] / shares[job.team_name] if teams else x_now[j] / job.weight)
+        key, unit = member(j)
+        level[key] = level.get(key, 0.0) + x_now[j] * unit
+
+    def next_step(j: int) -> tuple[int, float] | None:
+        """Job j's next step (devices, its progress then), None when it may take no more; a job's steps depend on
+        its own count alone, so each is computed once per device it takes."""
+        step = fleet.jobs[j].min_devices if counts[j] == 0 else 1
+        if counts[j] + step > cap[j]:
+            return None
+        return step, progress(j, counts[j] + step, view.remaining[j], view.restart_of(j))
+
+    steps = {j: next_step(j) for j in ready}
     pool = free_total
     while pool > 0:
         best: tuple[float, float, int] | None = None
-        for j in ready:
-            job = fleet.jobs[j]
-            step = job.min_devices if counts[j] == 0 else 1
-            if counts[j] + step > min(fleet.max_devices(j), sum(view.free[g] for g in fleet.eligible_groups[j])):
+        for j, found in steps.items():
+            if found is None or found[0] > pool or found[1] - x_now[j] <= 1e-12:
                 continue
-            if step > pool:
-                continue
-            gain = progress(j, counts[j] + step, view.remaining[j], view.restart_of(j)) - x_now[j]
-            if gain <= 1e-12:
-                continue
-            key = job.team_name if teams else j
-            candidate = (level[key], -gain / step, j)
+            candidate = (level[member(j)[0]], -(found[1] - x_now[j]) / found[0], j)
             if best is None or candidate < best:
                 best = candidate
         if best is None:
             break
         j = best[2]
-        job = fleet.jobs[j]
-        step = job.min_devices if counts[j] == 0 else 1
+        chosen = steps[j]
+        assert chosen is not None  # only jobs with a next step are candidates
+        step, x = chosen
         counts[j] += step
         pool -= step
-        x = progress(j, counts[j], view.remaining[j], view.restart_of(j))
-        key = job.team_name if teams else j
-        level[key] += (x - x_now[j]) / (shares[job.team_name] if teams else job.weight)
+        key, unit = member(j)
+        level[key] += (x - x_now[j]) * unit
         x_now[j] = x
+        steps[j] = next_step(j)
     if not any(counts.values()):
         # Nothing gains by morning (restarts longer than what is left of the night): equal shares, as after it.
         return fair_shares(view, None)
