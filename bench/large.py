@@ -28,14 +28,18 @@ import random
 import re
 import statistics
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 
 import optsched
+from bench.rq_fleet import Fleet
 from optsched.baselines import BASELINES
+from optsched.infra.rq.pricing import RQPricing
 from optsched.schema.catalog import device_catalog
+from optsched.solve.columns.fanout import set_pricing_fan_out
 from optsched.solve.options import STRATEGY_NAMES, StrategyName
 from optsched.testing.instances import RACK_SIZES, SIZES, generate, generate_racks
 from optsched.verify.placement import verify
@@ -319,8 +323,23 @@ def main(argv=None) -> None:
     parser.add_argument("--baseline-max-jobs", type=int, default=2000)
     parser.add_argument("--strategy", default="auto", choices=STRATEGY_NAMES, help="SolveOptions.strategy")
     parser.add_argument("--rounds", action="store_true", help="also report column generation's rounds")
+    parser.add_argument("--fan-out", type=int, default=0,
+                        help="column generation's pricing rounds also on N `optsched worker` processes (RQ)")
     parser.add_argument("--out", default="bench/results/planner-large.md")
     args = parser.parse_args(argv)
+    fleet = None
+    if args.fan_out:
+        fleet = Fleet(args.fan_out, Path(tempfile.mkdtemp()) / "store.sqlite")
+        set_pricing_fan_out(RQPricing(fleet.keys))
+    try:
+        _main(args)
+    finally:
+        if fleet is not None:
+            set_pricing_fan_out(None)
+            fleet.close()
+
+
+def _main(args: argparse.Namespace) -> None:
     undecomposed = {tuple(spec.split(":")[:2]) for spec in args.undecomposed.split(",") if spec}
     by_parts = {tuple(spec.split(":")[:2]) for spec in args.parts.split(",") if spec}
     results: list[Result] = []

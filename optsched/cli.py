@@ -315,6 +315,10 @@ def worker_command(
         help="Seconds a finished solve retries writing its answer while the database does not answer, before "
         "spooling it.",
     )] = 30.0,
+    pricing_fan_out: Annotated[bool, typer.Option(
+        "--pricing-fan-out/--no-pricing-fan-out", envvar="OPTSCHED_PRICING_FAN_OUT",
+        help="Large solves (column generation) hand their pricing rounds to idle workers of the queue.",
+    )] = True,
 ) -> None:
     """Solve on RQ workers: take solves from OPTSCHED_QUEUE_URL, write results to OPTSCHED_DATABASE_URL."""
     import logging
@@ -337,7 +341,7 @@ def worker_command(
     ctx = configure(open_store(settings["DATABASE_URL"]), settings["QUEUE_URL"], runner=RUNNER,
                     queue_name=settings["QUEUE_NAME"], grace_s=settings["SOLVE_GRACE_S"], lease_s=settings["LEASE_S"],
                     solver_threads=settings["SOLVER_THREADS"], spool_dir=spool_dir, result_retry_s=result_retry_s,
-                    result_ttl_s=settings["RESULT_TTL_S"] or None)
+                    result_ttl_s=settings["RESULT_TTL_S"] or None, pricing_fan_out=pricing_fan_out)
     n = concurrency or os.cpu_count() or 1
     stderr.print(f"optsched worker: {n} process(es) on queue {settings['QUEUE_NAME']!r} at "
                  f"{redacted(settings['QUEUE_URL'])}", highlight=False)

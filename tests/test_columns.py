@@ -19,12 +19,14 @@ from optsched.solve import highs
 from optsched.solve.bound import NU_SHARES
 from optsched.solve.budget import TimeBudget
 from optsched.solve.columns import ColumnMaster, ColumnStats, Controls, JobBounds, Pricing, solve_by_columns
+from optsched.solve.columns.fanout import FAN_OUT_MIN_BLOCKS
 from optsched.solve.columns.generation import Center, _final_bound
 from optsched.solve.construct import construct
 from optsched.solve.extract import exact_speedups, extract, weighted
 from optsched.testing.instances import generate_racks
 from optsched.verify.placement import verify
 from tests.oracle import _job_options, brute_force
+from tests.support.columns import run_columns
 from tests.support.factories import tiny_workloads
 from tests.support.timing import past_deadline
 
@@ -284,29 +286,10 @@ def test_columns_unused_for_fewer_rounds_than_the_limit_stay():
     assert master.drop(1) == unused and len(master.columns) == n - unused
 
 
-def _run(w: Workload, controls: Controls, gap: float = 1e-4, seconds: float = 120.0):
-    data = ModelData(w)
-    first = construct(data)
-    best = {"counts": first, "value": weighted(data, exact_speedups(data, first))}
-    plans, bounds = [], []
-
-    def consider(counts):
-        plans.append(counts)
-        value = weighted(data, exact_speedups(data, counts))
-        if value > best["value"]:
-            best.update(counts=counts, value=value)
-
-    stats = solve_by_columns(
-        data, best=lambda: (best["counts"], best["value"]), budget=TimeBudget.of(seconds), gap=gap,
-        consider=consider, on_bound=bounds.append, controls=controls,
-    )
-    return data, stats, plans, bounds, best["value"]
-
-
 @pytest.mark.slow
 def test_stabilised_rounds_reach_the_lp_bound_of_unstabilised_ones():
     w = generate_racks("M", 0)
-    results = {name: _run(w, c) for name, c in (("plain", PLAIN), ("tight", TIGHT), ("default", Controls()))}
+    results = {name: run_columns(w, c) for name, c in (("plain", PLAIN), ("tight", TIGHT), ("default", Controls()))}
     lp = {name: r[1].lp_value for name, r in results.items()}
     for name, (data, stats, plans, bounds, value) in results.items():
         assert stats.converged, name
@@ -326,10 +309,10 @@ def test_stabilised_rounds_reach_the_lp_bound_of_unstabilised_ones():
 @pytest.mark.slow
 def test_early_stop_ends_the_rounds_with_a_valid_bound():
     w = generate_racks("M", 1)
-    _, full, _, _, _ = _run(w, PLAIN, gap=1e-2)
+    _, full, _, _, _ = run_columns(w, PLAIN, gap=1e-2)
     # A share of 100 x the gap of 1 %: the rounds stop once the bound is within the LP's value of the LP (the
     # rounds' closed-form bound is looser than the refined one the planner reports).
-    data, early, plans, bounds, value = _run(w, Controls(early_stop=100.0), gap=1e-2)
+    data, early, plans, bounds, value = run_columns(w, Controls(early_stop=100.0), gap=1e-2)
     assert early.early_stop and not early.converged
     assert early.rounds < full.rounds
     # Valid: above the converged LP (the best over every column pricing reaches) and every plan.
@@ -346,7 +329,7 @@ def test_tight_controls_keep_bounds_and_plans_around_the_optimum(workload):
     optimum, _ = brute_force(w)
     if optimum is None or not construct(ModelData(w)):
         return
-    data, stats, plans, bounds, value = _run(w, TIGHT, seconds=10.0)
+    data, stats, plans, bounds, value = run_columns(w, TIGHT, seconds=10.0)
     tol = 1e-6 * max(1.0, abs(optimum))
     assert bounds and min(bounds) >= optimum - tol and stats.bound >= optimum - tol
     assert value <= optimum + tol
@@ -453,3 +436,46 @@ def test_columns_stopped_by_the_time_limit_report_a_valid_gap(rack_m_converged, 
     assert stopped.bound >= converged.objective * (1 - 1e-9)
     assert stopped.objective <= converged.bound * (1 + 1e-9)
     assert stopped.gap == pytest.approx((stopped.bound - stopped.objective) / stopped.objective, rel=1e-6)
+
+
+class _InProcessFanOut:
+    """A fan-out whose session prices every block with `local` (as one whose workers all solve), counting."""
+
+    def __init__(self, width: int):
+        self._width = width
+        self.opened = 0
+        self.blocks: list[int] = []
+
+    def width(self) -> int:
+        return self._width
+
+    def open(self, a):
+        self.opened += 1
+        fan_out = self
+
+        class Session:
+            def price(self, blocks, sigma, pi, local):
+                fan_out.blocks.append(len(blocks))
+                return [local(b) for b in blocks]
+
+            def close(self):
+                pass
+
+        return Session()
+
+
+def test_a_fan_out_prices_large_rounds_only_and_partial_rounds_ask_for_each_process():
+    master, pricing, bounds, sigma, mu, lam, _ = _lp_duals(generate_racks("L", 0), 4)
+    _, upper = bounds.bound(mu, lam)
+    fan_out = _InProcessFanOut(width=3)
+    fanned = Pricing(master, fan_out=fan_out)
+    assert fanned.price(sigma, mu, lam, upper) == pricing.price(sigma, mu, lam, upper)
+    assert fan_out.opened == 1 and fan_out.blocks and min(fan_out.blocks) >= FAN_OUT_MIN_BLOCKS
+    # Partial pricing: one segment of 3 x `enough` jobs (the most promising) where one process prices `enough`.
+    partial = fanned.price(sigma, mu, lam, upper, enough=300)
+    assert {j for j, _ in pricing.price(sigma, mu, lam, upper, enough=300)} <= {j for j, _ in partial}
+    assert {j for j, _ in partial} <= {j for j, _ in pricing.price(sigma, mu, lam, upper, enough=900)}
+    small = Pricing(master, fan_out=_InProcessFanOut(width=1))
+    small.price(sigma, mu, lam, upper, enough=300)  # 300 jobs a segment: 3 blocks, priced here
+    assert small.fan_out is not None and small.fan_out.opened == 0
+    fanned.close()

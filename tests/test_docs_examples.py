@@ -1,8 +1,8 @@
 """Every command and Python block in README.md and docs/ runs (the names and paths they cite: tests/test_names.py).
 
 A fenced block's info string says what it is: `bash`, `sh`, `console` (the `$ ` lines are run, the rest is shown
-output) and `python` are run; `bash server` is the command that starts the REST service, which the test runs
-itself on a free port and hands to the examples as `$OPTSCHED_URL`; `bash no-run` (starts a long-running
+output) and `python` are run; `bash {.server}` is the command that starts the REST service, which the test runs
+itself on a free port and hands to the examples as `$OPTSCHED_URL`; `bash {.no-run}` (starts a long-running
 service, installs system packages) and any other language (`text`, `json`, `ini`) are shown only and counted.
 The blocks of one page run in order, in one sandbox folder that mirrors the repository through symbolic links,
 with `.venv/bin` first on PATH, as a reader's shell after the start page's `export PATH`. Whatever a page writes
@@ -36,6 +36,7 @@ SHOWN = {"text", "json", "ini", "http"}
 MAX_NO_RUN = 6
 BLOCK_TIMEOUT_S = 900
 FENCE = re.compile(r"^(?P<fence>`{3,})(?P<info>[^`]*)$")
+INFO = re.compile(r"[\w-]*( \{\.[\w-]+( \.[\w-]+)*\})?")
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class Block:
     lang: str
     flags: tuple[str, ...]
     text: str
+    info: str
 
     @property
     def where(self) -> str:
@@ -74,8 +76,9 @@ def blocks(page: Path) -> list[Block]:
         if opened is None and match:
             opened, body = (number, match["fence"], match["info"].strip()), []
         elif opened is not None and line.strip() == opened[1]:
-            words = opened[2].split()
-            found.append(Block(page, opened[0], words[0] if words else "", tuple(words[1:]), "\n".join(body) + "\n"))
+            words = opened[2].split(maxsplit=1)
+            flags = tuple(c.lstrip(".") for c in words[1].strip("{}").split()) if len(words) > 1 else ()
+            found.append(Block(page, opened[0], words[0] if words else "", flags, "\n".join(body) + "\n", opened[2]))
             opened = None
         elif opened is not None:
             body.append(line)
@@ -130,7 +133,7 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`optsched serve` on a free port in its own folder, as the `bash server` blocks start it."""
+    """`optsched serve` on a free port in its own folder, as the `bash {.server}` blocks start it."""
     folder = tmp_path_factory.mktemp("docs-server")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -207,6 +210,9 @@ def test_every_block_says_what_it_is() -> None:
     for page in PAGES:
         for block in blocks(page):
             assert block.lang in RUN | SHOWN, f"{block.where}: info string {block.lang!r}: say what the block is"
+            # The site's Markdown (pymdownx.superfences) takes a fence's flags only as classes: `bash {.no-run}`;
+            # after `bash no-run` it saw no fence, and the page below it rendered as text.
+            assert INFO.fullmatch(block.info), f"{block.where}: write flags as classes: bash {{.no-run}}"
             assert set(block.flags) <= {"no-run", "server"}, f"{block.where}: unknown flags {block.flags}"
             if "server" in block.flags:
                 commands = [line.split("#")[0].strip() for line in block.text.splitlines() if line.strip()]

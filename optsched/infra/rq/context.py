@@ -53,6 +53,7 @@ class WorkerContext:
     spool_dir: Path = Path(DEFAULT_SPOOL_DIR)
     result_retry_s: float = DEFAULT_RESULT_RETRY_S
     result_ttl_s: float | None = None  # retention (optsched.infra.retention): None keeps every result
+    pricing_fan_out: bool = True  # large solves' pricing rounds go to the workers too (optsched.infra.rq.pricing)
     # The sweep's memory (in the pool process): claims seen solving without a lease, and RQ jobs seen taken off the
     # queue by a worker while their row stayed queued (optsched.infra.rq.sweep).
     unleased: Sightings = field(default_factory=Sightings)
@@ -74,12 +75,14 @@ def configure(
     spool_dir: str | Path = DEFAULT_SPOOL_DIR,
     result_retry_s: float = DEFAULT_RESULT_RETRY_S,
     result_ttl_s: float | None = None,
+    pricing_fan_out: bool = True,
 ) -> WorkerContext:
     """Set the context solve jobs run with in this process and the processes it forks (`result_retry_s` is capped
     at MAX_RESULT_RETRY_S)."""
     global _context
     _context = WorkerContext(store, Keys(url, queue_name), runner, grace_s, lease_s, solver_threads,
-                             Path(spool_dir), min(max(0.0, result_retry_s), MAX_RESULT_RETRY_S), result_ttl_s)
+                             Path(spool_dir), min(max(0.0, result_retry_s), MAX_RESULT_RETRY_S), result_ttl_s,
+                             pricing_fan_out=pricing_fan_out)
     return _context
 
 

@@ -26,8 +26,10 @@ from optsched.infra.queue import SolveTask, overrun_error, set_incumbent_sink
 from optsched.infra.rq.context import WorkerContext, require_context
 from optsched.infra.rq.keys import job_id
 from optsched.infra.rq.lease import Lease, LeaseHolder
+from optsched.infra.rq.pricing import RQPricing
 from optsched.infra.rq.spool import OVERRUN, Answer, deliver, spool_lease
 from optsched.infra.store import DATABASE_OUTAGES, PlanRecord
+from optsched.solve.columns.fanout import set_pricing_fan_out
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +81,12 @@ def solve_job(plan_id: str) -> str:
     try:
         try:
             set_incumbent_sink(lambda document: _record_incumbent(ctx, record, document, database))
+            set_pricing_fan_out(RQPricing(ctx.keys) if ctx.pricing_fan_out else None)
             try:
                 outcome, payload = ctx.runner.solve(SolveTask.of(record, ctx.solver_threads))
             finally:
                 set_incumbent_sink(None)
+                set_pricing_fan_out(None)
         except JobTimeoutException:
             outcome, payload = "error", "timed out"  # recorded below as the overrun it is
         _stop_job_timeout()

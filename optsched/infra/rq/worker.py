@@ -28,6 +28,7 @@ from redis import Redis
 from rq import Queue, Worker, worker_registration
 from rq.job import Job
 from rq.serializers import JSONSerializer
+from rq.worker import WorkerStatus
 from rq.worker_pool import WorkerPool
 
 from optsched.infra.availability import BACKOFF_MAX_S, Availability, backoff_s, retry_while_away
@@ -36,6 +37,7 @@ from optsched.infra.rq.context import WorkerContext, require_context
 from optsched.infra.rq.job import OverrunPenalty
 from optsched.infra.rq.keys import QUEUE_OUTAGES, claim_of, plan_id_of
 from optsched.infra.rq.lease import EXIT_ORPHANED, ORPHAN_POLL_S
+from optsched.infra.rq.pricing import pricing_queue_name
 from optsched.infra.rq.sweep import housekeeping, recover
 from optsched.infra.store import DATABASE_OUTAGES, JobState, PlanStore
 
@@ -158,6 +160,13 @@ class SolveWorker(Worker):
         time.sleep(2.0)  # redis-py subscribes again once it reconnects
 
     def execute_job(self, job: Job, queue: Queue) -> None:
+        if queue.name == pricing_queue_name(require_context().keys.queue_name):
+            # A pricing chunk runs here, not in a forked horse: it takes a fraction of a second and reads the
+            # session's arrays, which this process keeps between chunks (optsched.infra.rq.pricing).
+            self.prepare_execution(job)
+            self.perform_job(job, queue)
+            self.set_state(WorkerStatus.IDLE)
+            return
         try:
             super().execute_job(job, queue)
         except QUEUE_OUTAGES as exc:  # before the fork, or after the horse ended: no solve is left behind
@@ -166,8 +175,9 @@ class SolveWorker(Worker):
                         "enqueues it again", self.name, job.id)
 
     def perform_job(self, job: Job, queue: Queue) -> bool:
-        """(In the horse.) RQ's bookkeeping around the job may fail while Redis does not answer; the horse then still
-        exits normally (its answer is in the store, or its row is left queued for the sweep)."""
+        """(In the horse; in the worker for a pricing chunk.) RQ's bookkeeping around the job may fail while Redis
+        does not answer; the horse then still exits normally (its answer is in the store, or its row is left queued
+        for the sweep)."""
         try:
             return super().perform_job(job, queue)
         except QUEUE_OUTAGES as exc:
@@ -296,8 +306,10 @@ def _run_worker(name: str, burst: bool, logging_level: str) -> None:
     retry_while_away(connection.ping, QUEUE_OUTAGES, Availability(f"Redis (worker process {os.getpid()})", log),
                      "waiting for it")
     queue = Queue(ctx.keys.queue_name, connection=connection, serializer=JSONSerializer)
+    # Pricing chunks first: a solve waits on them (or prices them itself), while a queued solve waits anyway.
+    queues = [Queue(pricing_queue_name(ctx.keys.queue_name), connection=connection, serializer=JSONSerializer), queue]
     try:
-        running.append(SolveWorker([queue], name=f"{socket.gethostname()}.{name[:12]}", connection=connection,
+        running.append(SolveWorker(queues, name=f"{socket.gethostname()}.{name[:12]}", connection=connection,
                                    serializer=JSONSerializer))
         running[0].work(burst=burst, logging_level=logging_level, with_scheduler=False)
     except QUEUE_OUTAGES as exc:

@@ -15,6 +15,7 @@ from optsched.model.data import ModelData
 from optsched.solve.bound import NU_SHARES, Lagrangian
 from optsched.solve.budget import TimeBudget
 from optsched.solve.columns.bounds import FILTER_SHARES, JobBounds
+from optsched.solve.columns.fanout import PricingFanOut
 from optsched.solve.columns.master import Column, ColumnMaster, Consider
 from optsched.solve.columns.pricing import Pricing
 from optsched.solve.construct import construct, improve
@@ -62,7 +63,8 @@ class Controls:
     the LP duals), `partial` (columns asked per round, as a share of the jobs; `partial_min` at least),
     `drop_after` (rounds a column may stay unused), `early_stop` (share of the gap, see EARLY_STOP),
     `final_bound` (share of the time after the rounds, see FINAL_BOUND_SHARE). `workers`: processes pricing the
-    blocks of jobs of a round (1: this one; the columns are the same)."""
+    blocks of jobs of a round (1: this one; the columns are the same); `fan_out`: a queue whose workers price the
+    large rounds (optsched.solve.columns.fanout), before local processes."""
 
     smoothing: float = SMOOTHING
     partial: float = PARTIAL_SHARE
@@ -71,6 +73,7 @@ class Controls:
     early_stop: float = EARLY_STOP
     workers: int = 1
     final_bound: float = FINAL_BOUND_SHARE
+    fan_out: PricingFanOut | None = None
 
     def wanted(self, jobs: int) -> int | None:
         """Columns a round asks for (None: every job is priced)."""
@@ -146,7 +149,7 @@ def solve_by_columns(
     columns near the LP optimum, then over all of them. `best()` gives the best plan so far and its value (the
     master starts from it); every integer plan goes to `consider`, every bound to `on_bound`."""
     master = ColumnMaster(data)
-    pricing, bounds = Pricing(master, controls.workers), JobBounds(master)
+    pricing, bounds = Pricing(master, controls.workers, controls.fan_out), JobBounds(master)
     try:
         return _generate_and_solve(data, master, pricing, bounds, best, budget, gap, consider, on_bound, threads,
                                    controls)

@@ -12,6 +12,7 @@ import numpy as np
 
 from optsched.model.data import Arrays
 from optsched.schema.tolerances import DEADLINE_RTOL
+from optsched.solve.columns.fanout import FAN_OUT_MIN_BLOCKS, PricingFanOut, PricingSession
 from optsched.solve.columns.master import Column, ColumnMaster
 
 # Jobs priced per vectorised block (bounds the memory of the job x host x extra x count arrays).
@@ -27,14 +28,17 @@ DEADLINE_MARGIN = 1e-9
 
 
 class Pricing:
-    """Prices columns for `master`'s jobs at its duals (sigma per job, mu per device, lambda per watt)."""
+    """Prices columns for `master`'s jobs at its duals (sigma per job, mu per device, lambda per watt): in this
+    process, over `workers` local processes, or, with `fan_out`, the large rounds on a queue's workers."""
 
-    def __init__(self, master: ColumnMaster, workers: int = 1):
+    def __init__(self, master: ColumnMaster, workers: int = 1, fan_out: PricingFanOut | None = None):
         self.master = master
         self.a = master.a
         self.blocks = BlockPricer(master.a)
         self.workers = workers
+        self.fan_out = fan_out
         self._pool: ProcessPoolExecutor | None = None
+        self._session: PricingSession | None = None
 
     def price(
         self, sigma: np.ndarray, mu: np.ndarray, lam: np.ndarray, upper: np.ndarray | None = None,
@@ -44,8 +48,9 @@ class Pricing:
         (a bound on each job's best profit at these prices, `JobBounds.bound`) skips the jobs that cannot have
         one. Partial pricing: with `enough`, the jobs are priced most promising first (the largest upper_j -
         sigma_j, what the Lagrangian bound credits the job beyond what the master pays it), in segments of
-        `enough` jobs, and pricing stops after the segment where `enough` columns are found; an empty answer
-        still means that no candidate has a column."""
+        `enough` jobs (`enough` for each process pricing at once, with a queue's workers), and pricing stops after
+        the segment where `enough` columns are found; an empty answer still means that no candidate has a
+        column."""
         pi = self.master.level_prices(mu, lam)
         tol = REDUCED_TOL * self.a.weight
         candidates = self.master.row >= 0 if upper is None else (upper - sigma > tol) & (self.master.row >= 0)
@@ -54,7 +59,8 @@ class Pricing:
             segments = [jobs]
         else:
             jobs = jobs[np.argsort(-(upper - sigma)[jobs], kind="stable")]
-            segments = [jobs[i: i + enough] for i in range(0, len(jobs), enough)]
+            step = enough * (1 if self.fan_out is None else self.fan_out.width())
+            segments = [jobs[i: i + step] for i in range(0, len(jobs), step)]
         out: list[tuple[int, Column]] = []
         for segment in segments:
             for found in self._price_blocks(self._blocks(segment), sigma, pi):
@@ -66,12 +72,20 @@ class Pricing:
     def _price_blocks(
         self, blocks: list[np.ndarray], sigma: np.ndarray, pi: np.ndarray
     ) -> list[list[tuple[int, Column]]]:
-        """Each block's columns, in block order: in this process, or over `workers` processes (each job is priced
-        on its own, so the answer is the same)."""
+        """Each block's columns, in block order: on the queue, in this process, or over `workers` processes (each
+        job is priced on its own, so the answer is the same)."""
+        if self.fan_out is not None and len(blocks) >= FAN_OUT_MIN_BLOCKS:
+            if self._session is None:
+                self._session = self.fan_out.open(self.a)
+            return self._session.price(blocks, sigma, pi, lambda block: self.blocks.price_block(block, sigma, pi))
         pool = self._worker_pool() if len(blocks) > 1 else None
         if pool is None:
             return [self.blocks.price_block(block, sigma, pi) for block in blocks]
-        return list(pool.map(_price_in_worker, blocks, repeat(sigma), repeat(pi)))
+        # One task per worker, not per block: the duals then cross to each worker once a round (racks 10,000 x
+        # 100, 53 blocks: a round took 2.6 s in 2 processes by block against 0.7 s in this one).
+        chunks = [list(c) for c in np.array_split(np.arange(len(blocks)), min(len(blocks), self.workers))]
+        priced = pool.map(_price_in_worker, [[blocks[b] for b in c] for c in chunks], repeat(sigma), repeat(pi))
+        return [columns for chunk in priced for columns in chunk]
 
     def _worker_pool(self) -> ProcessPoolExecutor | None:
         """The pricing workers, started on first use; None for one worker, or inside a worker process (which
@@ -87,7 +101,10 @@ class Pricing:
         return self._pool
 
     def close(self) -> None:
-        """Stop the pricing workers (a no-op without them)."""
+        """Stop the pricing workers and close the queue's session (a no-op without them)."""
+        if self._session is not None:
+            self._session.close()
+            self._session = None
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
@@ -356,7 +373,7 @@ def _start_worker(a: Arrays) -> None:
     _WORKER_PRICER = BlockPricer(a)
 
 
-def _price_in_worker(jobs: np.ndarray, sigma: np.ndarray, pi: np.ndarray) -> list[tuple[int, Column]]:
+def _price_in_worker(blocks: list[np.ndarray], sigma: np.ndarray, pi: np.ndarray) -> list[list[tuple[int, Column]]]:
     if _WORKER_PRICER is None:
         raise RuntimeError("pricing worker not started")
-    return _WORKER_PRICER.price_block(jobs, sigma, pi)
+    return [_WORKER_PRICER.price_block(jobs, sigma, pi) for jobs in blocks]

@@ -7,6 +7,7 @@ from optsched.model.data import ModelData
 from optsched.model.objectives import Objective
 from optsched.solve.budget import TimeBudget
 from optsched.solve.columns import Controls, solve_by_columns
+from optsched.solve.columns.fanout import pricing_fan_out
 from optsched.solve.extract import Counts
 from optsched.solve.incumbent import IncumbentTracker
 from optsched.solve.options import SolveOptions
@@ -28,9 +29,10 @@ class ColumnGeneration(Strategy):
                 raise ValueError("column generation starts from a first plan")
             return tracker.best, tracker.best_value
 
+        controls = Controls(workers=self.options.pricing_workers, fan_out=pricing_fan_out())
         stats = solve_by_columns(
             data, best=best, budget=budget, gap=tracker.gap, threads=self.options.threads, consider=tracker.consider,
-            on_bound=tracker.improve_bound, controls=Controls(workers=self.options.pricing_workers),
+            on_bound=tracker.improve_bound, controls=controls,
         )
         tracker.proven = tracker.within_gap()
         return Report({"bound": stats.pricing_s, "columns": stats.mip_s, "column_rounds": stats.rounds})
