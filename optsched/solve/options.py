@@ -66,10 +66,10 @@ class SolveOptions:
     # (11,800-12,600 options): the one MILP ends 12-83 % from its bound at 30 s, columns prove 1 % in 13-16 s; the
     # night planner's event workloads (160-264 options) stay with one MILP (0.25-0.57 % in under 0.2 s).
     column_min_options_linked: int = 10_000
-    # Above this column generation does not converge within a minute on 2 cores, and the parts take the workload.
-    # 4,000,000 takes in racks 10,000 x 100 (3.8 million options) and racks3 5,000 x 192 (3.7 million): since the
-    # LP is rounded before the integer master, columns beat the parts there (bench/results/planner-large.md).
-    column_max_options: int = 4_000_000
+    # Above this the parts take the workload. Columns beat the parts at every size measured: racks 20,000 x 128
+    # (9.7 million options), 60 s at load 1-3, plan 116,064 and gap 14 % against the parts' 69,851 and 482 %
+    # (docs/benchmarks/planner-large.md, "2026-12-04 late"); 16,000,000 keeps a margin above it, not a measured edge.
+    column_max_options: int = 16_000_000
     # An M-sized MILP proves 1 % in about a second (bench/results/planner.md).
     part_options: int = 15_000
     part_workers: int = 2
