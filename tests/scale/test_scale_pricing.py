@@ -4,6 +4,7 @@ claims a chunk and never answers), and a solve priced on real `optsched worker`s
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from types import SimpleNamespace
@@ -156,3 +157,16 @@ def test_columns_priced_on_workers_give_a_verified_plan(workers, redis_url, queu
     objective = OBJECTIVES["weighted_speedup"]
     for counts in plans:
         assert verify(w, extract(data, objective, counts, Status.heuristic, None, (), time.monotonic(), 0)) == []
+
+
+def test_a_solve_prices_its_rounds_itself_while_redis_does_not_answer(round_at_duals):
+    """A solve needs no Redis to finish: with none answering, every round is priced here, the same columns."""
+    pricing, blocks, sigma, pi, here = round_at_duals
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    fan_out = RQPricing(Keys(f"redis://127.0.0.1:{port}/0", "nowhere"))
+    session = fan_out.open(pricing.a)
+    assert session.price(blocks, sigma, pi, lambda b: pricing.blocks.price_block(b, sigma, pi)) == here
+    session.close()
+    assert fan_out.away and fan_out.stats.outages == 1 and fan_out.stats.rounds == 0 and fan_out.width() == 1

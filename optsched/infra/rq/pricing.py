@@ -7,6 +7,7 @@ chunk still unclaimed, last first (workers take the first first), then waits for
 at most STRAGGLER_S before pricing them as well. So a solve never waits on a chunk nobody started: solves on
 workers that all solve price their own rounds, and none waits on another. Arrays and duals travel as NumPy's
 binary format (no pickle) and columns as JSON integers: the columns are the same wherever a chunk is priced.
+A solve needs no Redis to finish: when Redis stops answering, its rounds are priced in its own process from then on.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from rq import Queue, Worker
 from rq.serializers import JSONSerializer
 
 from optsched.infra.rq.context import require_context
-from optsched.infra.rq.keys import Keys
+from optsched.infra.rq.keys import QUEUE_OUTAGES, Keys
 from optsched.model.data import Arrays
 from optsched.solve.columns.fanout import PriceBlock
 from optsched.solve.columns.master import Column
@@ -57,6 +58,7 @@ class PricingStats:
     chunks_by_workers: int = 0
     chunks_here: int = 0
     stragglers: int = 0  # chunks a worker claimed that the solve priced after STRAGGLER_S
+    outages: int = 0  # Redis stopped answering: every round since was priced by the solve alone
 
 
 class RQPricing:
@@ -67,13 +69,29 @@ class RQPricing:
         self.straggler_s = straggler_s
         self.queue = Queue(pricing_queue_name(keys.queue_name), connection=keys.redis, serializer=JSONSerializer)
         self.stats = PricingStats()
+        self.away = False  # Redis stopped answering once: no more fanning out for this solve
 
     def width(self) -> int:
-        return Worker.count(connection=self.keys.redis, queue=self.queue) + 1
+        if self.away:
+            return 1
+        try:
+            return Worker.count(connection=self.keys.redis, queue=self.queue) + 1
+        except QUEUE_OUTAGES as exc:
+            self.went_away(exc)
+            return 1
+
+    def went_away(self, exc: Exception) -> None:
+        if not self.away:
+            log.warning("pricing rounds stay in this process: Redis does not answer (%s)", type(exc).__name__)
+        self.away = True
+        self.stats.outages += 1
 
     def open(self, a: Arrays) -> RQPricingSession:
         prefix = f"optsched:{self.keys.queue_name}:pricing:{uuid.uuid4().hex}"
-        self.keys.redis.set(f"{prefix}:arrays", _pack(_fields(a)), ex=SESSION_TTL_S)
+        try:
+            self.keys.redis.set(f"{prefix}:arrays", _pack(_fields(a)), ex=SESSION_TTL_S)
+        except QUEUE_OUTAGES as exc:
+            self.went_away(exc)
         return RQPricingSession(self, prefix)
 
 
@@ -91,8 +109,16 @@ class RQPricingSession:
         self, blocks: list[np.ndarray], sigma: np.ndarray, pi: np.ndarray, local: PriceBlock
     ) -> list[list[tuple[int, Column]]]:
         width = self.fan_out.width()
-        if width == 1:  # no worker listens
-            return [local(block) for block in blocks]
+        if width > 1:  # a worker listens
+            try:
+                return self._fan_out(blocks, sigma, pi, local, width)
+            except QUEUE_OUTAGES as exc:
+                self.fan_out.went_away(exc)
+        return [local(block) for block in blocks]
+
+    def _fan_out(
+        self, blocks: list[np.ndarray], sigma: np.ndarray, pi: np.ndarray, local: PriceBlock, width: int
+    ) -> list[list[tuple[int, Column]]]:
         self.rounds += 1
         self.stats.rounds += 1
         round_key = f"{self.prefix}:{self.rounds}"
@@ -129,9 +155,10 @@ class RQPricingSession:
             left = deadline - time.monotonic()
             if left <= 0:
                 return
-            got = self.redis.blpop([f"{round_key}:answers"], timeout=max(0.01, left))
+            # Short waits: a wait as long as the connection's read timeout would be taken for an outage.
+            got = self.redis.blpop([f"{round_key}:answers"], timeout=min(1.0, max(0.01, left)))
             if got is None:
-                return
+                continue
             chunk, columns = json.loads(got[1])
             if columns is None:
                 return  # a worker failed on its chunk: priced here, at once
@@ -139,7 +166,12 @@ class RQPricingSession:
             self.stats.chunks_by_workers += 1
 
     def close(self) -> None:
-        self.redis.delete(f"{self.prefix}:arrays")
+        if self.fan_out.away:
+            return  # its keys expire (SESSION_TTL_S)
+        try:
+            self.redis.delete(f"{self.prefix}:arrays")
+        except QUEUE_OUTAGES as exc:
+            self.fan_out.went_away(exc)
 
 
 def price_chunk(prefix: str, round_: int, chunk: int, blocks: list[list[int]]) -> str:
