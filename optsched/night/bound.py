@@ -190,6 +190,9 @@ def build(queue: NightQueue, fleet: Fleet, edges: list[float]) -> TimeIndexed:
     add_completion(model)
     add_mean_busy_time(model)
     add_chains(model)
+    add_rate_activity(model)
+    add_unfinished_work(model)
+    add_remaining_time(model)
     return model
 
 
@@ -343,6 +346,42 @@ def add_activity(model: TimeIndexed) -> None:
             model.m.row([(model.x[j, t], 1.0), (model.u[j, t], -1.0)], upper=0.0)
             if t < model.slots:
                 model.m.row([(model.u[j, t + 1], 1.0), (model.u[j, t], -1.0)], upper=0.0)
+
+
+def add_rate_activity(model: TimeIndexed) -> None:
+    """rate_active[j,t]: x[j,t] <= min(1, r_j len_t) u[j,t] (shares; valid: a finished job makes no progress, an
+    unfinished one at most its best rate; tightens active[j,t] in the LP when a job needs more than one slot)."""
+    m = model.m
+    for j in range(len(model.queue.jobs)):
+        r = model.rate(j)
+        for t in range(model.slots):
+            most = min(1.0, r * model.length(t))
+            if most < 1.0 - 1e-9 and m.upper[model.x[j, t]] > 0:
+                m.row([(model.x[j, t], 1.0), (model.u[j, t], -most)], upper=0.0)
+
+
+def add_unfinished_work(model: TimeIndexed) -> None:
+    """unfinished[j,t]: u[j,t] >= sum_{t' >= t} x[j,t'] (shares; the work left at a_t is positive only while the
+    job is unfinished, and at most all of it)."""
+    m = model.m
+    for j in range(len(model.queue.jobs)):
+        for t in range(1, model.slots + 1):
+            if m.lower[model.u[j, t]] >= 1.0:
+                continue  # fixed unfinished: the row holds anyway
+            terms = [(model.u[j, t], 1.0)] + [(model.x[j, k], -1.0) for k in range(t, model.slots + 1)]
+            m.row(terms, lower=0.0)
+
+
+def add_remaining_time(model: TimeIndexed) -> None:
+    """remaining_time[j,t]: C_j >= a_t u[j,t] + sum_{t' >= t} x[j,t'] / r_j (hours; unfinished at a_t, the work
+    left takes at least its share / r_j; finished, nothing is left and the row reads C_j >= 0)."""
+    m = model.m
+    for j in range(len(model.queue.jobs)):
+        inv = 1.0 / model.rate(j)
+        for t in range(1, model.slots + 1):
+            terms = [(model.c[j], 1.0), (model.u[j, t], -model.edges[t])]
+            terms += [(model.x[j, k], -inv) for k in range(t, model.slots + 1)]
+            m.row(terms, lower=0.0)
 
 
 def add_completion(model: TimeIndexed) -> None:

@@ -36,6 +36,8 @@ WAIT_GAIN_SHARE = 0.05
 WAIT_HORIZON_EVENTS = 12
 # A hard job is urgent once its slack (effective deadline - now - fastest run) is below this many hours.
 URGENT_SLACK_HOURS = 0.5
+# A soft-deadline job jumps Smith's rule (order hybrid-soft) once its slack is below this many hours.
+SOFT_SLACK_HOURS = 1.0
 # An elastic job grows or moves only if it gains at least its restart plus this share of its remaining run.
 GROW_GAIN_SHARE = 0.10
 
@@ -494,6 +496,21 @@ def _hybrid_key(view: View, j: int) -> tuple:
     return (1, -_wspt(view, j), j)
 
 
+def _hybrid_soft_key(view: View, j: int) -> tuple:
+    """As `hybrid`, with a job whose soft deadline is still in reach but close (slack under SOFT_SLACK_HOURS)
+    between the hard ones and the rest, earliest soft deadline first: Smith's rule alone passes them by."""
+    deadline = view.fleet.hard_deadline(j)
+    if deadline is not None:
+        return (0, deadline, j)
+    soft = view.fleet.effective_deadline(j)
+    if soft is not None:
+        best = view.fleet.best_speedup(j)
+        run = view.remaining[j] / best if best > 0 else math.inf
+        if 0.0 <= soft - view.t - view.restart_of(j) - run < SOFT_SLACK_HOURS:
+            return (1, soft, j)
+    return (2, -_wspt(view, j), j)
+
+
 def _wspt(view: View, j: int) -> float:
     fleet = view.fleet
     best = fleet.best_speedup(j)
@@ -501,4 +518,10 @@ def _wspt(view: View, j: int) -> float:
     return fleet.jobs[j].objective_weight / max(run, 1e-9)
 
 
-ORDERS = {"priority": _priority_key, "deadline": _deadline_key, "wspt": _wspt_key, "hybrid": _hybrid_key}
+ORDERS = {
+    "priority": _priority_key,
+    "deadline": _deadline_key,
+    "wspt": _wspt_key,
+    "hybrid": _hybrid_key,
+    "hybrid-soft": _hybrid_soft_key,
+}

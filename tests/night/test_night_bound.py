@@ -131,6 +131,24 @@ def test_the_bound_is_below_every_verified_timeline(queue):
             assert bound.weighted_completion_bound_hours <= s.weighted_mean_completion_hours + 1e-9
 
 
+@pytest.mark.slow
+@settings(max_examples=15, deadline=None)
+@given(night_queues(max_jobs=7))
+def test_the_bound_with_its_valid_rows_is_below_the_planners_verified_timeline(queue):
+    """The MILP's dual bound (with the rows rate_active, unfinished and remaining_time) never passes the weighted
+    mean completion of the planner's own timeline, every candidate and the final choice included."""
+    plan = night_checked(queue, bound_time_limit_s=0)
+    if plan.summary.never_ran:
+        return
+    bound = night_bound(NightQueue.load(queue), hours=8.0, horizon_hours=plan.summary.makespan_hours, time_limit_s=5)
+    if bound.status == BoundStatus.skipped:
+        assert bound.reason
+        return
+    assert bound.weighted_completion_bound_hours <= plan.summary.weighted_mean_completion_hours + 1e-9
+    if bound.weighted_completion_optimum_hours is not None:
+        assert bound.weighted_completion_optimum_hours <= plan.summary.weighted_mean_completion_hours + 1e-6
+
+
 def test_a_missed_soft_deadline_costs_its_job_soft_miss_hours_in_the_ranking():
     """FIFO on one device: A 0-2 h, B 2-3 h misses its soft deadline at 1.5 h: weighted mean completion
     (2 + 3) / 2 = 2.5 h, priced 2.5 + SOFT_MISS_HOURS x 1 / 2."""
