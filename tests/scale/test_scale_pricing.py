@@ -14,6 +14,7 @@ import pytest
 from rq import Queue, Worker
 from rq.job import Job
 from rq.serializers import JSONSerializer
+from rq.worker import WorkerStatus
 
 from optsched.infra.rq import pricing as rq_pricing
 from optsched.infra.rq.keys import Keys
@@ -83,6 +84,7 @@ def test_registered_workers_that_take_nothing_keep_no_solve_waiting(redis_url, p
                    connection=keys.redis, name=f"busy-{private_queue}-{i}") for i in range(2)]
     for w in idle:
         w.register_birth()
+        w.set_state(WorkerStatus.IDLE)  # idle by their word: the solve counts on them, and they never come
     session = RQPricing(keys, straggler_s=120.0).open(pricing.a)
     started = time.monotonic()
     try:
@@ -104,6 +106,7 @@ def test_a_chunk_claimed_and_never_answered_is_priced_after_the_straggler_wait(r
     queue = Queue(pricing_queue_name(private_queue), connection=keys.redis, serializer=JSONSerializer)
     mute = Worker([queue], connection=keys.redis, name=f"mute-{private_queue}")
     mute.register_birth()
+    mute.set_state(WorkerStatus.IDLE)
     stop = threading.Event()
 
     def claim_and_vanish() -> None:
@@ -151,7 +154,7 @@ def test_columns_priced_on_workers_give_a_verified_plan(workers, redis_url, queu
     # Every round fans out, however few of the 1,000 jobs it prices.
     monkeypatch.setattr("optsched.solve.columns.pricing.FAN_OUT_MIN_BLOCKS", 2)
     fan_out = RQPricing(Keys(redis_url, queue_name))
-    data, stats, plans, bounds, value = run_columns(w, Controls(partial=0, fan_out=fan_out), gap=0.01, seconds=20.0)
+    data, stats, plans, bounds, value = run_columns(w, Controls(partial=0, fan_out=fan_out), gap=0.01, seconds=10.0)
     assert fan_out.stats.rounds >= 1
     assert stats.rounds >= 1 and min(bounds) >= value * (1 - 1e-9)
     objective = OBJECTIVES["weighted_speedup"]
@@ -170,3 +173,18 @@ def test_a_solve_prices_its_rounds_itself_while_redis_does_not_answer(round_at_d
     assert session.price(blocks, sigma, pi, lambda b: pricing.blocks.price_block(b, sigma, pi)) == here
     session.close()
     assert fan_out.away and fan_out.stats.outages == 1 and fan_out.stats.rounds == 0 and fan_out.width() == 1
+
+
+def test_a_worker_busy_solving_takes_no_share_of_the_rounds(redis_url, private_queue):
+    """Partial pricing asks each pricing process for its share: a worker busy solving (the solve's own) is none."""
+    keys = Keys(redis_url, private_queue)
+    queue = Queue(pricing_queue_name(private_queue), connection=keys.redis, serializer=JSONSerializer)
+    workers = [Worker([queue], connection=keys.redis, name=f"w{i}-{private_queue}") for i in range(3)]
+    try:
+        for w, state in zip(workers, (WorkerStatus.BUSY, WorkerStatus.IDLE, WorkerStatus.IDLE), strict=True):
+            w.register_birth()
+            w.set_state(state)
+        assert RQPricing(keys).width() == 3
+    finally:
+        for w in workers:
+            w.register_death()

@@ -24,6 +24,7 @@ import numpy as np
 from redis import Redis
 from rq import Queue, Worker
 from rq.serializers import JSONSerializer
+from rq.worker import WorkerStatus
 
 from optsched.infra.rq.context import require_context
 from optsched.infra.rq.keys import QUEUE_OUTAGES, Keys
@@ -72,10 +73,13 @@ class RQPricing:
         self.away = False  # Redis stopped answering once: no more fanning out for this solve
 
     def width(self) -> int:
+        """The idle workers of the pricing queue and this process: a worker busy solving (this solve's own among
+        them) would only leave its chunk to this process."""
         if self.away:
             return 1
         try:
-            return Worker.count(connection=self.keys.redis, queue=self.queue) + 1
+            workers = Worker.all(connection=self.keys.redis, queue=self.queue, serializer=JSONSerializer)
+            return sum(w.get_state() == WorkerStatus.IDLE for w in workers) + 1
         except QUEUE_OUTAGES as exc:
             self.went_away(exc)
             return 1
@@ -109,7 +113,7 @@ class RQPricingSession:
         self, blocks: list[np.ndarray], sigma: np.ndarray, pi: np.ndarray, local: PriceBlock
     ) -> list[list[tuple[int, Column]]]:
         width = self.fan_out.width()
-        if width > 1:  # a worker listens
+        if width > 1:  # a worker is idle
             try:
                 return self._fan_out(blocks, sigma, pi, local, width)
             except QUEUE_OUTAGES as exc:
@@ -122,7 +126,7 @@ class RQPricingSession:
         self.rounds += 1
         self.stats.rounds += 1
         round_key = f"{self.prefix}:{self.rounds}"
-        # One chunk for each worker and one for this process: no worker is kept waiting for another's chunk.
+        # One chunk for each idle worker and one for this process: no worker is kept waiting for another's chunk.
         chunks = [list(c) for c in np.array_split(np.arange(len(blocks)), min(len(blocks), width))]
         self.redis.set(f"{round_key}:duals", _pack({"sigma": sigma, "pi": pi}), ex=SESSION_TTL_S)
         job_ids = [f"{round_key.replace(':', '-')}-{i}" for i in range(len(chunks))]
