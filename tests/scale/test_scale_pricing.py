@@ -132,6 +132,37 @@ def test_a_chunk_claimed_and_never_answered_is_priced_after_the_straggler_wait(r
     assert session.stats.stragglers == 1 and session.stats.chunks_here == 1  # 2 chunks: one worker + this one
 
 
+def test_a_chunk_a_worker_failed_on_is_priced_without_waiting(redis_url, private_queue, round_at_duals):
+    pricing, blocks, sigma, pi, here = round_at_duals
+    keys = Keys(redis_url, private_queue)
+    queue = Queue(pricing_queue_name(private_queue), connection=keys.redis, serializer=JSONSerializer)
+    failing = Worker([queue], connection=keys.redis, name=f"failing-{private_queue}")
+    failing.register_birth()
+    failing.set_state(WorkerStatus.IDLE)
+
+    def claim_and_fail() -> None:
+        """A worker whose chunk raised: it answers with nothing (as price_chunk does)."""
+        got = keys.redis.blpop([queue.key], timeout=30)
+        if got is not None:
+            prefix, round_, chunk, _ = Job.fetch(got[1].decode(), connection=keys.redis,
+                                                 serializer=JSONSerializer).args
+            if keys.redis.set(f"{prefix}:{round_}:claim:{chunk}", "worker", nx=True, ex=60):
+                keys.redis.rpush(f"{prefix}:{round_}:answers", f"[{chunk}, null]")
+
+    worker = threading.Thread(target=claim_and_fail, daemon=True)
+    worker.start()
+    session = RQPricing(keys, straggler_s=120.0).open(pricing.a)
+    started = time.monotonic()
+    try:
+        fanned = session.price(blocks, sigma, pi, _slowly(pricing, sigma, pi, 0.2))
+    finally:
+        session.close()
+        failing.register_death()
+    assert fanned == here
+    assert session.stats.stragglers == 1 and session.stats.chunks_here == 1
+    assert time.monotonic() - started < 60.0  # not the 120 s a silent worker's chunk may take
+
+
 def test_a_worker_failing_on_its_chunk_answers_so(redis_url, private_queue, round_at_duals, monkeypatch):
     """A worker whose session is gone (closed, expired) still answers, with nothing: the solve prices the chunk
     at once instead of waiting."""

@@ -43,8 +43,10 @@ SESSION_TTL_S = 3600
 CLAIM_TTL_S = 600
 # The solve prices a chunk a worker claimed but has not answered after this long (a worker died, or is slow).
 STRAGGLER_S = 10.0
-# A pricing job waiting longer than this on the queue is dropped by RQ (its round is long over).
+# A pricing job waiting longer than this on the queue is dropped by RQ (its round is long over); one running longer
+# than PRICE_JOB_TIMEOUT_S is stopped (a chunk takes seconds; the solve has priced it itself long before).
 PRICE_JOB_TTL_S = 120
+PRICE_JOB_TIMEOUT_S = 300
 
 
 def pricing_queue_name(queue_name: str) -> str:
@@ -133,7 +135,7 @@ class RQPricingSession:
         self.queue.enqueue_many([
             Queue.prepare_data(
                 PRICE_FUNCTION, args=(self.prefix, self.rounds, i, [blocks[b].tolist() for b in chunk]),
-                job_id=job_ids[i], timeout=int(SESSION_TTL_S), ttl=PRICE_JOB_TTL_S, result_ttl=0, failure_ttl=600,
+                job_id=job_ids[i], timeout=PRICE_JOB_TIMEOUT_S, ttl=PRICE_JOB_TTL_S, result_ttl=0, failure_ttl=600,
                 description=f"pricing round {self.rounds} chunk {i}",
             )
             for i, chunk in enumerate(chunks)
@@ -155,7 +157,8 @@ class RQPricingSession:
     def _collect(self, round_key: str, answers: list[list[list[tuple[int, Column]]] | None]) -> None:
         """Wait (at most `straggler_s`) for the answers of the chunks workers claimed."""
         deadline = time.monotonic() + self.straggler_s
-        while any(a is None for a in answers):
+        failed: set[int] = set()
+        while any(a is None and i not in failed for i, a in enumerate(answers)):
             left = deadline - time.monotonic()
             if left <= 0:
                 return
@@ -165,7 +168,8 @@ class RQPricingSession:
                 continue
             chunk, columns = json.loads(got[1])
             if columns is None:
-                return  # a worker failed on its chunk: priced here, at once
+                failed.add(chunk)  # a worker failed on its chunk: priced here, without waiting for it
+                continue
             answers[chunk] = [[(j, tuple((k, n) for k, n in column)) for j, column in block] for block in columns]
             self.stats.chunks_by_workers += 1
 
