@@ -7,6 +7,8 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import SimpleNamespace
 
 import numpy as np
@@ -99,68 +101,57 @@ def test_registered_workers_that_take_nothing_keep_no_solve_waiting(redis_url, p
     assert keys.redis.llen(f"rq:queue:{pricing_queue_name(private_queue)}") == 0  # chunks it took left the queue
 
 
+@contextmanager
+def _worker_taking_one_chunk(keys: Keys, queue_name: str, fails: bool) -> Iterator[None]:
+    """An idle worker of the pricing queue that claims the first chunk it sees, then dies silently (`fails` False)
+    or answers with nothing, as `price_chunk` does when its chunk raised (`fails` True)."""
+    queue = Queue(pricing_queue_name(queue_name), connection=keys.redis, serializer=JSONSerializer)
+    worker = Worker([queue], connection=keys.redis, name=f"one-chunk-{queue_name}")
+    worker.register_birth()
+    worker.set_state(WorkerStatus.IDLE)
+
+    def take() -> None:
+        got = keys.redis.blpop([queue.key], timeout=30)
+        if got is None:
+            return
+        prefix, round_, chunk, _ = Job.fetch(got[1].decode(), connection=keys.redis, serializer=JSONSerializer).args
+        if keys.redis.set(f"{prefix}:{round_}:claim:{chunk}", "worker", nx=True, ex=60) and fails:
+            keys.redis.rpush(f"{prefix}:{round_}:answers", f"[{chunk}, null]")
+
+    thread = threading.Thread(target=take, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        worker.register_death()
+
+
+def _price_beside(keys: Keys, round_at_duals, fails: bool, straggler_s: float):
+    """One round fanned out beside `_worker_taking_one_chunk`: (columns, stats, seconds)."""
+    pricing, blocks, sigma, pi, _ = round_at_duals
+    with _worker_taking_one_chunk(keys, keys.queue_name, fails):
+        session = RQPricing(keys, straggler_s=straggler_s).open(pricing.a)
+        started = time.monotonic()
+        try:
+            fanned = session.price(blocks, sigma, pi, _slowly(pricing, sigma, pi, 0.2))
+        finally:
+            session.close()
+    return fanned, session.stats, time.monotonic() - started
+
+
 def test_a_chunk_claimed_and_never_answered_is_priced_after_the_straggler_wait(redis_url, private_queue,
                                                                               round_at_duals):
-    pricing, blocks, sigma, pi, here = round_at_duals
-    keys = Keys(redis_url, private_queue)
-    queue = Queue(pricing_queue_name(private_queue), connection=keys.redis, serializer=JSONSerializer)
-    mute = Worker([queue], connection=keys.redis, name=f"mute-{private_queue}")
-    mute.register_birth()
-    mute.set_state(WorkerStatus.IDLE)
-    stop = threading.Event()
-
-    def claim_and_vanish() -> None:
-        """A worker that claims the first chunk it sees and dies before answering."""
-        while not stop.is_set():
-            got = keys.redis.blpop([queue.key], timeout=1)
-            if got is not None:
-                prefix, round_, chunk, _ = Job.fetch(got[1].decode(), connection=keys.redis,
-                                                     serializer=JSONSerializer).args
-                keys.redis.set(f"{prefix}:{round_}:claim:{chunk}", "worker", nx=True, ex=60)
-                return
-
-    thief = threading.Thread(target=claim_and_vanish, daemon=True)
-    thief.start()
-    session = RQPricing(keys, straggler_s=1.0).open(pricing.a)
-    try:
-        fanned = session.price(blocks, sigma, pi, _slowly(pricing, sigma, pi, 0.2))
-    finally:
-        stop.set()
-        session.close()
-        mute.register_death()
-    assert fanned == here
-    assert session.stats.stragglers == 1 and session.stats.chunks_here == 1  # 2 chunks: one worker + this one
+    fanned, stats, _ = _price_beside(Keys(redis_url, private_queue), round_at_duals, fails=False, straggler_s=1.0)
+    assert fanned == round_at_duals[-1]
+    assert stats.stragglers == 1 and stats.chunks_here == 1  # 2 chunks: one worker + this one
 
 
 def test_a_chunk_a_worker_failed_on_is_priced_without_waiting(redis_url, private_queue, round_at_duals):
-    pricing, blocks, sigma, pi, here = round_at_duals
-    keys = Keys(redis_url, private_queue)
-    queue = Queue(pricing_queue_name(private_queue), connection=keys.redis, serializer=JSONSerializer)
-    failing = Worker([queue], connection=keys.redis, name=f"failing-{private_queue}")
-    failing.register_birth()
-    failing.set_state(WorkerStatus.IDLE)
-
-    def claim_and_fail() -> None:
-        """A worker whose chunk raised: it answers with nothing (as price_chunk does)."""
-        got = keys.redis.blpop([queue.key], timeout=30)
-        if got is not None:
-            prefix, round_, chunk, _ = Job.fetch(got[1].decode(), connection=keys.redis,
-                                                 serializer=JSONSerializer).args
-            if keys.redis.set(f"{prefix}:{round_}:claim:{chunk}", "worker", nx=True, ex=60):
-                keys.redis.rpush(f"{prefix}:{round_}:answers", f"[{chunk}, null]")
-
-    worker = threading.Thread(target=claim_and_fail, daemon=True)
-    worker.start()
-    session = RQPricing(keys, straggler_s=120.0).open(pricing.a)
-    started = time.monotonic()
-    try:
-        fanned = session.price(blocks, sigma, pi, _slowly(pricing, sigma, pi, 0.2))
-    finally:
-        session.close()
-        failing.register_death()
-    assert fanned == here
-    assert session.stats.stragglers == 1 and session.stats.chunks_here == 1
-    assert time.monotonic() - started < 60.0  # not the 120 s a silent worker's chunk may take
+    fanned, stats, seconds = _price_beside(Keys(redis_url, private_queue), round_at_duals, fails=True,
+                                           straggler_s=120.0)
+    assert fanned == round_at_duals[-1]
+    assert stats.stragglers == 1 and stats.chunks_here == 1
+    assert seconds < 60.0  # not the 120 s a silent worker's chunk may take
 
 
 def test_a_worker_failing_on_its_chunk_answers_so(redis_url, private_queue, round_at_duals, monkeypatch):
