@@ -29,7 +29,7 @@ from rq.worker import WorkerStatus
 from optsched.infra.rq.context import require_context
 from optsched.infra.rq.keys import QUEUE_OUTAGES, Keys
 from optsched.model.data import Arrays
-from optsched.solve.columns.fanout import PriceBlock
+from optsched.solve.columns.fanout import PriceBlock, shares
 from optsched.solve.columns.master import Column
 from optsched.solve.columns.pricing import BlockPricer
 
@@ -43,6 +43,8 @@ SESSION_TTL_S = 3600
 CLAIM_TTL_S = 600
 # The solve prices a chunk a worker claimed but has not answered after this long (a worker died, or is slow).
 STRAGGLER_S = 10.0
+# The idle workers are counted at most this often (a round asks twice: for its segments and for its chunks).
+WIDTH_TTL_S = 1.0
 # A pricing job waiting longer than this on the queue is dropped by RQ (its round is long over); one running longer
 # than PRICE_JOB_TIMEOUT_S is stopped (a chunk takes seconds; the solve has priced it itself long before).
 PRICE_JOB_TTL_S = 120
@@ -73,18 +75,22 @@ class RQPricing:
         self.queue = Queue(pricing_queue_name(keys.queue_name), connection=keys.redis, serializer=JSONSerializer)
         self.stats = PricingStats()
         self.away = False  # Redis stopped answering once: no more fanning out for this solve
+        self._counted: tuple[float, int] | None = None  # (when, width)
 
     def width(self) -> int:
         """The idle workers of the pricing queue and this process: a worker busy solving (this solve's own among
         them) would only leave its chunk to this process."""
         if self.away:
             return 1
+        if self._counted is not None and time.monotonic() - self._counted[0] < WIDTH_TTL_S:
+            return self._counted[1]
         try:
             workers = Worker.all(connection=self.keys.redis, queue=self.queue, serializer=JSONSerializer)
-            return sum(w.get_state() == WorkerStatus.IDLE for w in workers) + 1
         except QUEUE_OUTAGES as exc:
             self.went_away(exc)
             return 1
+        self._counted = (time.monotonic(), sum(w.get_state() == WorkerStatus.IDLE for w in workers) + 1)
+        return self._counted[1]
 
     def went_away(self, exc: Exception) -> None:
         if not self.away:
@@ -105,10 +111,8 @@ class RQPricingSession:
     def __init__(self, fan_out: RQPricing, prefix: str):
         self.fan_out = fan_out
         self.redis: Redis = fan_out.keys.redis
-        self.queue = fan_out.queue
-        self.straggler_s = fan_out.straggler_s
+        self.stats = fan_out.stats  # the fan-out's totals, over its sessions
         self.prefix = prefix
-        self.stats = fan_out.stats
         self.rounds = 0
 
     def price(
@@ -129,10 +133,10 @@ class RQPricingSession:
         self.stats.rounds += 1
         round_key = f"{self.prefix}:{self.rounds}"
         # One chunk for each idle worker and one for this process: no worker is kept waiting for another's chunk.
-        chunks = [list(c) for c in np.array_split(np.arange(len(blocks)), min(len(blocks), width))]
+        chunks = shares(len(blocks), width)
         self.redis.set(f"{round_key}:duals", _pack({"sigma": sigma, "pi": pi}), ex=SESSION_TTL_S)
         job_ids = [f"{round_key.replace(':', '-')}-{i}" for i in range(len(chunks))]
-        self.queue.enqueue_many([
+        self.fan_out.queue.enqueue_many([
             Queue.prepare_data(
                 PRICE_FUNCTION, args=(self.prefix, self.rounds, i, [blocks[b].tolist() for b in chunk]),
                 job_id=job_ids[i], timeout=PRICE_JOB_TIMEOUT_S, ttl=PRICE_JOB_TTL_S, result_ttl=0, failure_ttl=600,
@@ -145,7 +149,7 @@ class RQPricingSession:
             if self.redis.set(_claim_key(round_key, i), "solve", nx=True, ex=CLAIM_TTL_S):
                 answers[i] = [local(blocks[b]) for b in chunks[i]]
                 self.stats.chunks_here += 1
-                self.queue.remove(job_ids[i])  # nobody need take it off the queue to find it claimed
+                self.fan_out.queue.remove(job_ids[i])  # nobody need take it off the queue to find it claimed
         self._collect(round_key, answers)
         for i, answer in enumerate(answers):
             if answer is None:  # claimed by a worker that did not answer in time, or failed
@@ -156,7 +160,7 @@ class RQPricingSession:
 
     def _collect(self, round_key: str, answers: list[list[list[tuple[int, Column]]] | None]) -> None:
         """Wait (at most `straggler_s`) for the answers of the chunks workers claimed."""
-        deadline = time.monotonic() + self.straggler_s
+        deadline = time.monotonic() + self.fan_out.straggler_s
         failed: set[int] = set()
         while any(a is None and i not in failed for i, a in enumerate(answers)):
             left = deadline - time.monotonic()

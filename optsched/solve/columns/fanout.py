@@ -23,6 +23,12 @@ FAN_OUT_MIN_BLOCKS = 8
 PriceBlock = Callable[[np.ndarray], list[tuple[int, Column]]]
 
 
+def shares(blocks: int, parts: int) -> list[list[int]]:
+    """Block indices 0..blocks-1 in at most `parts` runs of consecutive blocks, as even as they go: one per pricing
+    process, so that a round's prices reach each process once."""
+    return [c.tolist() for c in np.array_split(np.arange(blocks), min(blocks, parts))]
+
+
 class PricingSession(Protocol):
     """One solve's pricing on the queue: the workload's arrays were published when it opened."""
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from optsched.model.data import Arrays
 from optsched.schema.tolerances import DEADLINE_RTOL
-from optsched.solve.columns.fanout import FAN_OUT_MIN_BLOCKS, PricingFanOut, PricingSession
+from optsched.solve.columns.fanout import FAN_OUT_MIN_BLOCKS, PricingFanOut, PricingSession, shares
 from optsched.solve.columns.master import Column, ColumnMaster
 
 # Jobs priced per vectorised block (bounds the memory of the job x host x extra x count arrays).
@@ -83,7 +83,7 @@ class Pricing:
             return [self.blocks.price_block(block, sigma, pi) for block in blocks]
         # One task per worker, not per block: the duals then cross to each worker once a round (racks 10,000 x
         # 100, 53 blocks: a round took 2.6 s in 2 processes by block against 0.7 s in this one).
-        chunks = [list(c) for c in np.array_split(np.arange(len(blocks)), min(len(blocks), self.workers))]
+        chunks = shares(len(blocks), self.workers)
         priced = pool.map(_price_in_worker, [[blocks[b] for b in c] for c in chunks], repeat(sigma), repeat(pi))
         return [columns for chunk in priced for columns in chunk]
 
