@@ -415,51 +415,6 @@ def test_master_over_the_fractional_jobs_keeps_the_fixed_columns(seed):
     assert np.all(np.asarray(lp.col_lower_) == 0.0) and np.all(np.asarray(lp.col_upper_) == 1.0)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_a_neighbourhood_frees_only_its_racks_and_never_loses_the_plan(seed):
-    w = generate_racks("M", seed)
-    master, mu, lam = _rounds(w, 3)
-    data = master.data
-    start = construct(data, master.level_prices(mu, lam), start=master.rounded())
-    master.add_counts(start)
-    regions = master.regions()
-    # One region per rack budget (generate_racks gives every rack its own).
-    assert len(regions) == len(w.power.domains) and all(r.any() for r in regions)
-    groups = regions[0] | regions[-1]
-    keep, fix = master.neighbourhood(start, groups)
-    jobs = np.asarray(master.column_job)
-    touches = np.array([any(groups[data.arrays.level_group[k]] for k, _ in col) for col in master.columns])
-    chosen = np.zeros(len(master.columns), dtype=bool)
-    chosen[[master.index[key] for key in master.columns_in(start)]] = True
-    # Fixed: exactly the plan's columns outside the freed racks; free: the other jobs' columns inside them.
-    assert np.array_equal(fix, chosen & ~touches)
-    assert np.all(keep[chosen]) and not np.any(keep & ~fix & ~touches)
-    assert not set(jobs[keep & ~fix]) & set(jobs[fix])
-    plans: list = []
-    result = master.solve_mip(time.monotonic() + 60.0, 1e-6, start, plans.append, keep=keep, fix=fix)
-    assert result is not None and result.values is not None
-    assert set(np.flatnonzero(fix)) <= set(np.flatnonzero(result.values > 0.5))
-    assert not np.any((result.values > 0.5) & ~keep)
-    objective = OBJECTIVES["weighted_speedup"]
-    for counts in plans:
-        assert verify(w, extract(data, objective, counts, Status.heuristic, None, (), time.monotonic(), 0)) == []
-    assert weighted(data, exact_speedups(data, master.counts(result.values))) >= weighted(
-        data, exact_speedups(data, start)) * (1 - 1e-9)
-
-
-def test_neighbourhood_search_runs_where_the_gap_stays_open_and_its_plans_verify():
-    # Small groups (three per rack) leave the integer master a gap that the rounds alone do not close.
-    w = generate_racks("L", 0, group_factor=3)
-    data, stats, plans, bounds, value = run_columns(w, Controls(), gap=1e-6, seconds=15.0)
-    assert stats.neighbourhoods > 0
-    objective = OBJECTIVES["weighted_speedup"]
-    for counts in plans:
-        assert verify(w, extract(data, objective, counts, Status.heuristic, None, (), time.monotonic(), 0)) == []
-    assert value <= min(bounds) * (1 + 1e-6)
-    _, off, _, _, _ = run_columns(w, Controls(neighbourhoods=0.0), gap=1e-6, seconds=15.0)
-    assert off.neighbourhoods == 0
-
-
 @pytest.fixture(scope="module")
 def rack_m_converged():
     """racks M seed 0 on the column path with time to converge: a verified plan (no bound may be below its value)

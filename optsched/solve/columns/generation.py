@@ -39,16 +39,6 @@ FIXED_SHARE = 0.4
 RESTRICTED_SHARE = 0.6
 # Columns within this share of their value from a zero reduced profit join the restricted integer master.
 NEAR_LP_SHARE = 0.01
-# Share of the time left after the restricted master that the neighbourhood search may take (the full integer
-# master has the rest): the integer master over every column found nothing better in that time (racks3 2,000 x
-# 144: 12,945 after 24 s, no node explored; HiGHS alone needs 53 s for 13,831 and 190 s for 14,006), while
-# integer masters over a share of the racks improve the plan in a fraction of a second each (60 s: seed 0 13,266
-# -> 13,510, seed 1 10,408 -> 10,964; bench/results/planner-large.md).
-NEIGHBOURHOOD_SHARE = 0.8
-# The share of the regions each neighbourhood frees (0.25: 13,363, 0.5: 13,022 against 0.4's 13,510 on seed 0),
-# and the seconds each of its integer masters may take.
-NEIGHBOURHOOD_REGIONS = 0.4
-NEIGHBOURHOOD_S = 3.0
 # The least relative gap asked of the integer master.
 MIN_MASTER_GAP = 1e-4
 # Partial pricing: the columns a round asks for, as a share of the jobs, but at least PARTIAL_MIN.
@@ -72,8 +62,7 @@ class Controls:
     mechanism off: `smoothing` (Wentges: price at smoothing x the prices of the least bound so far + the rest x
     the LP duals), `partial` (columns asked per round, as a share of the jobs; `partial_min` at least),
     `drop_after` (rounds a column may stay unused), `early_stop` (share of the gap, see EARLY_STOP),
-    `final_bound` (share of the time after the rounds, see FINAL_BOUND_SHARE), `neighbourhoods` (share of the
-    time after the restricted integer master, see NEIGHBOURHOOD_SHARE). `workers`: processes pricing the
+    `final_bound` (share of the time after the rounds, see FINAL_BOUND_SHARE). `workers`: processes pricing the
     blocks of jobs of a round (1: this one; the columns are the same); `fan_out`: a queue whose workers price the
     large rounds (optsched.solve.columns.fanout), before local processes."""
 
@@ -84,7 +73,6 @@ class Controls:
     early_stop: float = EARLY_STOP
     workers: int = 1
     final_bound: float = FINAL_BOUND_SHARE
-    neighbourhoods: float = NEIGHBOURHOOD_SHARE
     fan_out: PricingFanOut | None = None
 
     def wanted(self, jobs: int) -> int | None:
@@ -119,7 +107,6 @@ class ColumnStats:
     dropped: int = 0  # columns column management deleted
     misprices: int = 0  # rounds where the smoothed prices found no column improving at the LP's duals
     final_evaluations: int = 0  # Lagrangian evaluations of the final bound (`_final_bound`)
-    neighbourhoods: int = 0  # integer masters the neighbourhood search solved (`_search_neighbourhoods`)
     lp_value: float = math.nan
     bound: float = math.inf  # the least bound found (refined at the last duals)
     pricing_s: float = 0.0
@@ -288,40 +275,11 @@ def _generate_and_solve(
             keep=master.near_lp(NEAR_LP_SHARE),
         )
         log.debug("restricted master MILP: %s", result)
-    if open_gap() and controls.neighbourhoods > 0:
-        stats.neighbourhoods = _search_neighbourhoods(
-            master, best, consider, budget.share(controls.neighbourhoods), mip_gap, threads
-        )
-        log.debug("neighbourhood search: %d integer masters, plan %.3f", stats.neighbourhoods, best()[1])
     if open_gap():
         result = master.solve_mip(budget.deadline, mip_gap, best()[0], consider, threads)
         log.debug("master MILP: %s", result)
     stats.mip_s = time.monotonic() - started - stats.pricing_s
     return stats
-
-
-def _search_neighbourhoods(
-    master: ColumnMaster, best: Callable[[], tuple[Counts, float]], consider: Consider, budget: TimeBudget,
-    gap: float, threads: int | None,
-) -> int:
-    """Large-neighbourhood search around the best plan: free a random batch of regions (the jobs the plan places
-    there and the jobs it leaves out may take any of their columns in them), keep the rest of the plan, solve that
-    integer master (presolve removes the fixed part); repeat until `budget`. Returns the masters solved."""
-    regions = master.regions()
-    batch = max(1, math.ceil(NEIGHBOURHOOD_REGIONS * len(regions)))
-    rng = np.random.default_rng(0)
-    solved = 0
-    while not budget.expired() and not master.broken:
-        groups = np.any([regions[i] for i in rng.choice(len(regions), size=batch, replace=False)], axis=0)
-        start = best()[0]
-        master.add_counts(start)
-        keep, fix = master.neighbourhood(start, groups)
-        deadline = min(budget.deadline, time.monotonic() + NEIGHBOURHOOD_S)
-        result = master.solve_mip(deadline, gap, start, consider, threads, keep=keep, fix=fix)
-        if result is None or result.seconds <= 0.0:
-            break  # too late to start one (run_highs's MIN_SOLVE_S), or the master is broken
-        solved += 1
-    return solved
 
 
 def _final_bound(

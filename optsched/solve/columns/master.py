@@ -307,28 +307,6 @@ class ColumnMaster:
         """pi_k = mu_g + lambda . (cap - idle) over the budgets g draws from, per kept level."""
         return mu[self.a.level_group] + self.extra * (self.member @ lam)[self.a.level_group]
 
-    def regions(self) -> list[np.ndarray]:
-        """Masks of groups that share a budget narrower than the fleet's (a rack, a domain), else one per group:
-        the pieces the neighbourhood search frees a batch at a time."""
-        sizes = self.member.sum(axis=0)
-        local = [self.member[:, b] > 0 for b in range(self.budget_rows) if 0 < sizes[b] < self.groups]
-        return local or [np.eye(self.groups, dtype=bool)[g] for g in range(self.groups)]
-
-    def neighbourhood(self, start: Counts, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(keep, fix) over the columns, for the integer master around `start` (whose columns must be in the
-        master): start's columns that hold no device of `groups` fixed; the other jobs (those start places on such
-        devices and those it leaves out) free to take any of their columns that holds one; the rest at 0."""
-        n = len(self.columns)
-        group = self.a.level_group
-        touches = np.fromiter((any(groups[group[k]] for k, _ in col) for col in self.columns), dtype=bool, count=n)
-        chosen = np.zeros(n, dtype=bool)
-        chosen[[self.index[key] for key in self.columns_in(start)]] = True
-        owner = np.asarray(self.column_job, dtype=np.int64)
-        fix = chosen & ~touches
-        settled = np.zeros(self.jobs, dtype=bool)
-        settled[owner[fix]] = True
-        return (touches & ~settled[owner]) | fix, fix
-
     def near_lp(self, share: float) -> np.ndarray:
         """Columns the last LP uses, and those whose reduced profit is within `share` of their value: the
         neighbourhood of the LP optimum where the integer master looks first."""
