@@ -50,6 +50,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+import highspy
 import numpy as np
 
 from optsched.model.amdahl import speedup
@@ -78,7 +79,7 @@ FAIR_BOUND_SHARE = 0.1
 
 
 @dataclass
-class _Matrix:
+class Matrix:
     """Columns and rows of the model as plain arrays (handed to HiGHS in one call each)."""
 
     lower: list[float] = field(default_factory=list)
@@ -107,6 +108,24 @@ class _Matrix:
         self.row_lower.append(lower)
         self.row_upper.append(upper)
 
+    def to_highs(self) -> tuple[highspy.Highs, np.ndarray]:
+        """A HiGHS object holding the model (minimise), and its integer columns."""
+        h = new_highs()
+        h.addVars(len(self.lower), np.array(self.lower), np.array(self.upper))
+        h.changeColsCost(len(self.cost), np.arange(len(self.cost), dtype=np.int32), np.array(self.cost))
+        h.addRows(
+            len(self.row_lower),
+            np.array(self.row_lower),
+            np.array(self.row_upper),
+            len(self.index),
+            np.array(self.starts, dtype=np.int32),
+            np.array(self.index, dtype=np.int32),
+            np.array(self.value),
+        )
+        integer = np.array(self.integer, dtype=np.int32)
+        h.changeColsIntegrality(len(integer), integer, np.ones(len(integer), dtype=np.uint8))
+        return h, integer
+
 
 @dataclass
 class TimeIndexed:
@@ -115,7 +134,7 @@ class TimeIndexed:
     queue: NightQueue
     fleet: Fleet
     edges: list[float]  # a_0 = 0 < a_1 < ... < a_T = H; slot T is the tail [H, inf)
-    m: _Matrix = field(default_factory=_Matrix)
+    m: Matrix = field(default_factory=Matrix)
     n: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
     speed: dict[tuple[int, int], int] = field(default_factory=dict)
     x: dict[tuple[int, int], int] = field(default_factory=dict)
@@ -287,9 +306,7 @@ def add_max_devices(model: TimeIndexed) -> None:
             continue
         for t in range(model.slots):
             terms = [
-                (model.n[j, g, level, t], 1.0)
-                for g in model.fleet.eligible_groups[j]
-                for level in model.levels[g]
+                (model.n[j, g, level, t], 1.0) for g in model.fleet.eligible_groups[j] for level in model.levels[g]
             ]
             model.m.row(terms, upper=float(job.max_devices))
 
@@ -322,11 +339,7 @@ def add_progress(model: TimeIndexed) -> None:
         planes = [(0.0, 1.0), *tangents(job.parallel_fraction, s_star, sum(r_max))]
         for t in range(model.slots):
             terms = [(model.speed[j, t], 1.0)]
-            terms += [
-                (model.n[j, g, level, t], -fleet.speed(j, g, level))
-                for g in groups
-                for level in model.levels[g]
-            ]
+            terms += [(model.n[j, g, level, t], -fleet.speed(j, g, level)) for g in groups for level in model.levels[g]]
             m.row(terms, lower=0.0, upper=0.0)
             span = model.length(t)
             for a, b in planes:
@@ -454,7 +467,9 @@ def night_bound(
     # Two small LPs of jobs x groups columns (fair_bound): milliseconds beside the time-indexed model.
     fair_limit = max(0.0, min(FAIR_BOUND_SHARE * time_limit_s, deadline - time.monotonic()))
     common = {
-        "slot_hours": slot, "slots": len(edges), "energy_bound_kwh": energy,
+        "slot_hours": slot,
+        "slots": len(edges),
+        "energy_bound_kwh": energy,
         "fairness_bound": fairness_upper_bound(queue, fleet, hours, fair_limit),
         "max_rho_bound": max_rho_lower_bound(queue, fleet, fair_limit),
     }
@@ -465,21 +480,7 @@ def night_bound(
             **common,
         )
     model = build(queue, fleet, edges)
-    h = new_highs()
-    m = model.m
-    h.addVars(len(m.lower), np.array(m.lower), np.array(m.upper))
-    h.changeColsCost(len(m.cost), np.arange(len(m.cost), dtype=np.int32), np.array(m.cost))
-    h.addRows(
-        len(m.row_lower),
-        np.array(m.row_lower),
-        np.array(m.row_upper),
-        len(m.index),
-        np.array(m.starts, dtype=np.int32),
-        np.array(m.index, dtype=np.int32),
-        np.array(m.value),
-    )
-    integer = np.array(m.integer, dtype=np.int32)
-    h.changeColsIntegrality(len(integer), integer, np.ones(len(integer), dtype=np.uint8))
+    h, integer = model.m.to_highs()
     lp = run_highs(h, wall_deadline=deadline, mip_gap=mip_gap, relax=True, integer_columns=integer, presolve=True)
     if lp.outcome is Outcome.infeasible:
         return NightBound(

@@ -57,6 +57,7 @@ from optsched.night.milp import (
     night_warnings,
     validate_night,
 )
+from optsched.night.slotted import SlottedPolicy, solve_slotted
 from optsched.schema.errors import FieldError, InvalidWorkload
 from optsched.schema.night import NightPlan, NightQueue
 from optsched.schema.workload import FAIR_OBJECTIVES, PRIORITY_WEIGHT, Priority, Workload
@@ -81,6 +82,11 @@ CANDIDATE_NAMES = (
 SOFT_MISS_SHARE = 0.01
 # The improvement phase after the candidates (optsched.night.improve): asked for by this name in `candidates`.
 SEARCH_NAME = "dispatch-search"
+# The slotted candidate (optsched.night.slotted), on queues of at most SLOTTED_MAX_JOBS jobs: its MILP's horizon is
+# SLOTTED_HORIZON x the shortest makespan among the candidates that ran every job.
+SLOTTED_NAME = "milp-slotted"
+SLOTTED_MAX_JOBS = 30
+SLOTTED_HORIZON = 1.2
 
 
 def plan_night(
@@ -124,10 +130,10 @@ def plan_night(
         mip_gap = workload.options.mip_gap if "mip_gap" in given else NIGHT_MIP_GAP
     policies = candidate_policies(workload, hours=hours, time_limit_s=time_limit_s, mip_gap=mip_gap)
     if candidates is not None:
-        unknown = sorted(set(candidates) - {*CANDIDATE_NAMES, SEARCH_NAME})
+        unknown = sorted(set(candidates) - {*CANDIDATE_NAMES, SLOTTED_NAME, SEARCH_NAME})
         if unknown or not candidates:
             message = (
-                f"unknown candidate policies {unknown}; choose from {[*CANDIDATE_NAMES, SEARCH_NAME]}"
+                f"unknown candidate policies {unknown}; choose from {[*CANDIDATE_NAMES, SLOTTED_NAME, SEARCH_NAME]}"
                 if unknown
                 else "name at least one"
             )
@@ -161,20 +167,43 @@ def plan_night(
         timelines.append((key, plan))
         if best is None or key < best[0]:
             best = (key, plan)
+    slotted = len(workload.jobs) <= SLOTTED_MAX_JOBS if candidates is None else SLOTTED_NAME in candidates
+    # Without a candidate that ran every job (`candidates` asked for this one alone), the night's length.
+    finished = [p.summary.makespan_hours for _, p in timelines if not p.summary.never_ran] or [hours]
+    if slotted:
+        # HiGHS starts from the slotted schedule of the best candidate's start order.
+        order = start_order(best[1], [job.id for job in workload.jobs]) if best is not None else None
+        schedule = solve_slotted(
+            workload, horizon_hours=SLOTTED_HORIZON * min(finished), restart_hours=restart_hours, order=order
+        )
+        logger.debug("night slotted: %s, %s", schedule.outcome.value, schedule.reason or schedule.objective)
+        if schedule.starts:
+            plan = night(SlottedPolicy(schedule, SLOTTED_NAME))
+            key = (*score(plan, workload), len(timelines))
+            timelines.append((key, plan))
+            if best is None or key < best[0]:
+                best = (key, plan)
     searched = SEARCH_MIN_JOBS <= len(workload.jobs) <= SEARCH_MAX_JOBS
     search = searched if candidates is None else SEARCH_NAME in candidates
     if search:
         ids = [job.id for job in workload.jobs]
+        order_index = len(timelines)
 
         def evaluate(order: tuple[int, ...]) -> tuple[tuple, NightPlan]:
             rank = tuple(sorted(range(len(order)), key=order.__getitem__))
             plan = night(DispatchPolicy(SEARCH_NAME, order="ranked", rank=rank), None)
-            return (*score(plan, workload), len(policies)), plan
+            return (*score(plan, workload), order_index), plan
 
         seed = start_order(best[1], ids) if best is not None else tuple(range(len(ids)))
         key, plan, tried = local_search(seed, evaluate, evaluations=search_evaluations(len(ids)))
         logger.debug("night search: %s after %d timelines", key, tried)
         timelines.append((key, plan))
+    if not timelines:
+        # Only `milp-slotted` was asked for and its model found no schedule (too large, or none ends by its
+        # horizon): the night is still planned, by the first dispatch, and `chosen` says so.
+        fallback = DispatchPolicy(f"dispatch-{DISPATCH_ORDERS[0]}", order=DISPATCH_ORDERS[0])
+        plan = night(fallback)
+        timelines.append(((*score(plan, workload), 0), plan))
     chosen = choose(timelines)
     summary = chosen.summary.model_copy(update={"policy": "planner"})
     if bound_time_limit_s > 0:
@@ -202,9 +231,7 @@ def choose(timelines: list[tuple[tuple, NightPlan]]) -> NightPlan:
     soft = len(plan.summary.soft_deadlines_missed)
     # key = (*score, candidate): what ranks before the priced weighted completion is all but the last 5 entries.
     peers = [
-        (relative(p), k, p)
-        for k, p in timelines
-        if k[:-5] == key[:-5] and len(p.summary.soft_deadlines_missed) <= soft
+        (relative(p), k, p) for k, p in timelines if k[:-5] == key[:-5] and len(p.summary.soft_deadlines_missed) <= soft
     ]
     return min(peers, key=lambda t: t[:2])[2]
 
