@@ -22,6 +22,7 @@ timeline starts every job no later than its slot would unless a job before it ra
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 import time
@@ -108,26 +109,39 @@ def counts(most: int, least: int) -> list[int]:
     return sorted({k for k in (*SLOTTED_COUNTS, most) if least <= k <= most})
 
 
-def job_starts(model: Slotted, j: int) -> list[Start]:
-    """Every start of job j: from its release, ending by the horizon, and by its hard deadline if any can."""
+def job_options(model: Slotted, j: int) -> list[tuple[int, int, int, float, range]]:
+    """(group, level, count, hours, slots) of job j: each way it can run, and the slots it can start in on it (from
+    its release, ending by the horizon, and by its hard deadline if any way can)."""
     q, fleet, edges = model.queue, model.fleet, model.edges
     job = q.jobs[j]
-    out: list[Start] = []
+    first = bisect.bisect_left(edges, job.release_hours - 1e-9)
+    out = []
     for g in fleet.eligible_groups[j]:
         levels = sorted({fleet.fastest_level(j, g), *hull_levels(q, g)})
         for k in counts(min(fleet.max_devices(j), q.devices[g].count), max(1, job.min_devices)):
             for level in levels:
                 hours = job.work_hours / fleet.speedup(j, (Use(g, level, k),))
-                out += [
-                    Start(j, g, level, k, t, edges[t], edges[t] + hours)
-                    for t in range(len(edges) - 1)
-                    if edges[t] >= job.release_hours - 1e-9 and edges[t] + hours <= edges[-1] + 1e-9
-                ]
+                last = bisect.bisect_right(edges, edges[-1] - hours + 1e-9, hi=len(edges) - 1)
+                out.append((g, level, k, hours, range(first, last)))
     deadline = fleet.hard_deadline(j)
     if deadline is not None:
-        kept = [s for s in out if s.end <= deadline + 1e-9]
-        out = kept or out
+        kept = [
+            (g, level, k, hours, range(slots.start, bisect.bisect_right(edges, deadline - hours + 1e-9, hi=slots.stop)))
+            for g, level, k, hours, slots in out
+        ]
+        if any(len(option[4]) for option in kept):
+            out = kept
     return out
+
+
+def job_starts(model: Slotted, j: int) -> list[Start]:
+    """Every start of job j (`job_options`)."""
+    edges = model.edges
+    return [
+        Start(j, g, level, k, t, edges[t], edges[t] + hours)
+        for g, level, k, hours, slots in job_options(model, j)
+        for t in slots
+    ]
 
 
 def add_starts(model: Slotted) -> None:
@@ -327,7 +341,7 @@ def slotted_edges(queue: NightQueue, horizon: float) -> list[float]:
 def start_columns(queue: NightQueue, fleet: Fleet, edges: list[float]) -> int:
     """How many starts the model would have (each one a binary column)."""
     model = Slotted(queue, fleet, edges)
-    return sum(len(job_starts(model, j)) for j in range(len(queue.jobs)))
+    return sum(len(option[4]) for j in range(len(queue.jobs)) for option in job_options(model, j))
 
 
 def solve_slotted(
