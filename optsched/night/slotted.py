@@ -301,10 +301,19 @@ def _restricted(
     bound = lp.incumbent if lp.outcome is Outcome.optimal else None
     out = np.flatnonzero(~keep).astype(np.int32)
     h.changeColsBounds(len(out), out, np.zeros(len(out)), np.zeros(len(out)))
+    best: SolveResult | None = None
     while True:
         result = run_highs(h, wall_deadline=deadline, mip_gap=mip_gap, presolve=True, warm_start=warm)
+        if result.outcome is Outcome.infeasible and best is None and len(out) and not result.abandoned:
+            # The starts kept hold no schedule (no serial one fitted the horizon either): every start, then.
+            h.changeColsBounds(len(out), out, np.zeros(len(out)), np.ones(len(out)))
+            out = out[:0]
+            continue
         if result.values is None or result.incumbent is None or bound is None or result.abandoned:
-            return replace(result, outcome=_unproven(result.outcome)), bound
+            # A round that found nothing (stopped in its presolve) leaves the previous round's schedule standing.
+            kept = result if best is None or result.values is not None else best
+            return replace(kept, outcome=_unproven(kept.outcome)), bound
+        best = result
         # Reduced-cost fixing: a schedule with start c costs at least the LP bound + c's reduced cost, so the
         # starts left out whose reduced cost is below the incumbent's distance to the bound may still improve it.
         missing = out[reduced[out] < result.incumbent - bound - 1e-9]
@@ -312,6 +321,9 @@ def _restricted(
             return result, bound
         if not len(missing) or deadline - time.monotonic() < MIN_SOLVE_S:
             return replace(result, outcome=_unproven(result.outcome)), bound
+        # At most as many again as the first round kept, least reduced cost first: all of them at once (15,000
+        # on small-7 of bench/night_queues.py) kept HiGHS in its presolve past the time limit.
+        missing = missing[np.argsort(reduced[missing], kind="stable")][: SLOTTED_KEEP * len(model.queue.jobs)]
         h.changeColsBounds(len(missing), missing, np.zeros(len(missing)), np.ones(len(missing)))
         out = np.setdiff1d(out, missing).astype(np.int32)
         warm = (np.arange(n, dtype=np.int32), np.round(result.values))
@@ -334,8 +346,29 @@ def _after_predecessors(fleet: Fleet, order: tuple[int, ...]) -> list[int]:
 
 
 def slotted_edges(queue: NightQueue, horizon: float) -> list[float]:
-    """Slot edges over the horizon: SLOTTED_SLOTS slots, none shorter than SLOTTED_MIN_SLOT_HOURS."""
-    return slot_edges(queue, horizon, max(SLOTTED_MIN_SLOT_HOURS, horizon / SLOTTED_SLOTS))
+    """Slot edges over the horizon: SLOTTED_SLOTS slots, none shorter than SLOTTED_MIN_SLOT_HOURS, and one slot more
+    for each job along the longest `after` chain but one. Why: each job of a chain starts at the first edge after
+    its predecessor ends, up to a slot later than a timeline would; chains-312 of bench/night_queues.py (chains of
+    up to 6 jobs) had no schedule by 1.2 x its plan's makespan without them."""
+    slot = max(SLOTTED_MIN_SLOT_HOURS, horizon / SLOTTED_SLOTS)
+    return slot_edges(queue, horizon + (chain_length(queue) - 1) * slot, slot)
+
+
+def chain_length(queue: NightQueue) -> int:
+    """Jobs along the longest `after` chain (1 without chains)."""
+    preds = Fleet(queue).predecessors
+    length: dict[int, int] = {}
+    for root in range(len(queue.jobs)):
+        stack = [root]
+        while stack:  # predecessors first (the schema refuses cycles)
+            j = stack[-1]
+            todo = [i for i in preds[j] if i not in length]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            length[j] = 1 + max((length[i] for i in preds[j]), default=0)
+    return max(length.values(), default=1)
 
 
 def start_columns(queue: NightQueue, fleet: Fleet, edges: list[float]) -> int:
