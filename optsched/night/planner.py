@@ -12,6 +12,8 @@ The candidates (every one deterministic, every timeline checked by the same rule
 * `dispatch-priority`, `-deadline`, `-wspt`, `-hybrid`, `-hybrid-soft`: completion-aware dispatch with
   reservations, backfilling and elastic growth (optsched.night.dispatch.DispatchPolicy) in five job orders
   (`hybrid-soft`: `hybrid` with soft deadlines close at hand taken before Smith's rule);
+* `dispatch-hybrid-soft-tight`: `dispatch-hybrid-soft` with soft deadlines taken first only within
+  TIGHT_SOFT_SLACK_HOURS of slack; for queues of more than EFFICIENT_MAX_JOBS jobs (no MILP candidate, no search);
 * `dispatch-efficient`: dispatch in priority order that starts a job whenever it fits (EASY's rule) on at most
   as many devices as keep its Amdahl efficiency >= 1/2; for queues of at most EFFICIENT_MAX_JOBS jobs;
 * `dispatch-share`: under a fairness objective, dispatch in priority order on at most each job's fair share of
@@ -79,6 +81,7 @@ CANDIDATE_NAMES = (
     *(f"dispatch-{order}" for order in DISPATCH_ORDERS),
     "dispatch-efficient",
     "dispatch-share",
+    "dispatch-hybrid-soft-tight",
 )
 # In `choose`, a soft miss costs this share of the weighted mean completion (whatever its job's weight).
 SOFT_MISS_SHARE = 0.01
@@ -316,6 +319,9 @@ def candidate_policies(
     out += [DispatchPolicy(f"dispatch-{order}", order=order) for order in DISPATCH_ORDERS]
     if every or n <= EFFICIENT_MAX_JOBS:
         out.append(DispatchPolicy("dispatch-efficient", order="priority", sizing="efficient", completion_aware=False))
+    if every or n > EFFICIENT_MAX_JOBS:
+        # The large nights have neither MILP candidates nor the search: a second soft order, with a shorter reach.
+        out.append(DispatchPolicy("dispatch-hybrid-soft-tight", order="hybrid-soft-tight"))
     if every or queue.objective in FAIR_OBJECTIVES:
         # Every other candidate gives a starting job all the devices it can use, which under a fairness objective
         # leaves the jobs behind it with nothing by morning (two 2 h jobs on 2 devices, a 1 h night: fairness 0

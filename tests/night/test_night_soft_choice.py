@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from optsched.night.dispatch import SOFT_SLACK_HOURS, TIGHT_SOFT_SLACK_HOURS
 from optsched.night.planner import SOFT_MISS_SHARE, choose, priced_completion, score
 from tests.night.conftest import night_checked
 from tests.support.factories import device, job, workload
 
 PAIR = ("dispatch-hybrid", "dispatch-hybrid-soft")
+TIGHT = "dispatch-hybrid-soft-tight"
 
 
 def light_soft_queue(b_work: float) -> dict:
@@ -65,3 +67,20 @@ def test_choose_never_takes_more_soft_misses_than_the_best_scored_timeline():
     hybrid, soft = (night_checked(light_soft_queue(0.2), candidates=(name,)) for name in PAIR)
     # The soft plan ranked first by key (its candidate index 0 and a key made lower on purpose).
     assert choose([((0,) * 7, soft), ((*score(hybrid), 1), hybrid)]) is soft
+
+
+
+def test_the_tight_soft_order_reaches_only_for_soft_deadlines_closer_than_half_an_hour():
+    """B (0.02 h, soft deadline at 0.77 h) has 0.75 h of slack at 0 h: under SOFT_SLACK_HOURS (1 h), so
+    hybrid-soft runs it first and keeps its deadline; over TIGHT_SOFT_SLACK_HOURS (0.5 h), so hybrid-soft-tight
+    keeps Smith's rule, runs A first and B misses (one device: no event before A ends)."""
+    assert TIGHT_SOFT_SLACK_HOURS < 0.75 < SOFT_SLACK_HOURS
+    queue = workload(
+        [device("g", "m", 1, [(100, 1.0)])],
+        [job("A", work=5.0, p=1.0), job("B", work=0.02, p=1.0, weight=0.001, deadline_hours=0.77)],
+    )
+    plain, tight = (night_checked(queue, candidates=(name,)) for name in ("dispatch-hybrid-soft", TIGHT))
+    assert finishes(plain) == {"A": pytest.approx(5.02), "B": pytest.approx(0.02)}
+    assert plain.summary.soft_deadlines_missed == ()
+    assert finishes(tight) == {"A": pytest.approx(5.0), "B": pytest.approx(5.02)}
+    assert tight.summary.soft_deadlines_missed == ("B",)
