@@ -217,21 +217,12 @@ def build(queue: NightQueue, fleet: Fleet, edges: list[float]) -> TimeIndexed:
 
 def earliest_starts(model: TimeIndexed) -> list[float]:
     """e_j = max(release_j, max over i before j of e_i + 1 / r_i): no timeline progresses job j before (hours)."""
-    preds = model.fleet.predecessors
-    out: list[float | None] = [None] * len(model.queue.jobs)
-    for root in range(len(out)):
-        stack = [root]
-        while stack:  # predecessors first (the `after` graph is acyclic: the schema checks it)
-            j = stack[-1]
-            todo = [i for i in preds[j] if out[i] is None]
-            if todo:
-                stack.extend(todo)
-                continue
-            stack.pop()
-            if out[j] is None:
-                ends = [e + 1.0 / model.rate(i) for i in preds[j] if (e := out[i]) is not None]
-                out[j] = max([model.queue.jobs[j].release_hours, *ends])
-    return [0.0 if e is None else e for e in out]
+    fleet = model.fleet
+    out = [0.0] * len(model.queue.jobs)
+    for j in fleet.topological_order:
+        ends = [out[i] + 1.0 / model.rate(i) for i in fleet.predecessors[j]]
+        out[j] = max([model.queue.jobs[j].release_hours, *ends])
+    return out
 
 
 def add_columns(model: TimeIndexed) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -45,6 +46,32 @@ class Fleet:
     @cached_property
     def predecessors(self) -> tuple[tuple[int, ...], ...]:
         return tuple(tuple(self.job_index[a] for a in dict.fromkeys(j.after)) for j in self.queue.jobs)
+
+    @cached_property
+    def topological_order(self) -> tuple[int, ...]:
+        """Job indices with every job after its predecessors, queue order among the jobs ready together."""
+        return self.after_predecessors(tuple(range(len(self.queue.jobs))))
+
+    def after_predecessors(self, order: tuple[int, ...]) -> tuple[int, ...]:
+        """`order` with each job moved after its predecessors: in turn, the first job of `order` whose predecessors
+        are all placed (the schema refuses cycles in `after`)."""
+        position = {j: k for k, j in enumerate(order)}
+        waiting = [len(p) for p in self.predecessors]
+        successors: list[list[int]] = [[] for _ in self.predecessors]
+        for j, preds in enumerate(self.predecessors):
+            for i in preds:
+                successors[i].append(j)
+        ready = [(position[j], j) for j in order if not waiting[j]]
+        heapq.heapify(ready)
+        out = []
+        while ready:
+            _, j = heapq.heappop(ready)
+            out.append(j)
+            for k in successors[j]:
+                waiting[k] -= 1
+                if not waiting[k] and k in position:
+                    heapq.heappush(ready, (position[k], k))
+        return tuple(out)
 
     @cached_property
     def restart_costs(self) -> tuple[float, ...]:

@@ -80,6 +80,8 @@ class Slotted:
     edges: list[float]
     soft_miss_hours: float = SOFT_MISS_HOURS
     starts: list[Start] = field(default_factory=list)
+    columns_of: dict[int, list[int]] = field(default_factory=dict)  # job -> its starts' columns
+    held: list[range] = field(default_factory=list)  # column -> the slots its start holds devices in
     m: Matrix = field(default_factory=Matrix)
 
     def covered(self, s: Start) -> range:
@@ -88,6 +90,24 @@ class Slotted:
         while last + 1 < len(self.edges) - 1 and self.edges[last + 1] < s.end - 1e-9:
             last += 1
         return range(s.slot, last + 1)
+
+    def draw(self, s: Start) -> tuple[float, tuple[str | None, ...]]:
+        """The start's draw above idle (W) and the budgets it counts against: the global one (None), its domain's."""
+        group = self.queue.devices[s.group]
+        extra = s.count * (group.power_levels[s.level].cap_w - group.idle_w)
+        return extra, (None, group.domain) if group.domain in self.queue.power.domains else (None,)
+
+    def budgets(self) -> dict[str | None, list[float]]:
+        """Per budget (None: the global one, else a domain) and slot, the watts above idle it allows (inf: none);
+        window edges are slot edges, so the global budget is the one in force at the slot's middle."""
+        q, fleet, slots = self.queue, self.fleet, len(self.edges) - 1
+        out: dict[str | None, list[float]] = {None: []}
+        for t in range(slots):
+            budget = q.power.budget_at((self.edges[t] + self.edges[t + 1]) / 2)
+            out[None].append(math.inf if budget is None else budget - fleet.idle_w)
+        for domain, limit in q.power.domains.items():
+            out[domain] = [limit - fleet.idle_of_domain(domain)] * slots
+        return out
 
 
 @dataclass(frozen=True)
@@ -150,27 +170,27 @@ def add_starts(model: Slotted) -> None:
     total = sum(job.objective_weight for job in q.jobs)
     for j, job in enumerate(q.jobs):
         soft = None if job.is_hard else job.deadline_hours
+        model.columns_of[j] = []
         for s in job_starts(model, j):
             late = soft is not None and s.end > soft + 1e-9
-            model.starts.append(s)
             price = model.soft_miss_hours if late else 0.0
-            model.m.column(0.0, 1.0, job.objective_weight * (s.end + price) / total, True)
+            col = model.m.column(0.0, 1.0, job.objective_weight * (s.end + price) / total, True)
+            model.starts.append(s)
+            model.columns_of[j].append(col)
+            model.held.append(model.covered(s))
 
 
 def add_one_start(model: Slotted) -> None:
     """one_start[j]: sum_{s of j} z[s] = 1 (every job runs once)."""
-    by_job: dict[int, list[tuple[int, float]]] = {j: [] for j in range(len(model.queue.jobs))}
-    for col, s in enumerate(model.starts):
-        by_job[s.job].append((col, 1.0))
-    for terms in by_job.values():
-        model.m.row(terms, lower=1.0, upper=1.0)
+    for cols in model.columns_of.values():
+        model.m.row([(col, 1.0) for col in cols], lower=1.0, upper=1.0)
 
 
 def add_device_capacity(model: Slotted) -> None:
     """device_capacity[g,t]: sum of k_s z[s] over starts of group g holding slot t <= count_g (devices)."""
     rows: dict[tuple[int, int], list[tuple[int, float]]] = {}
     for col, s in enumerate(model.starts):
-        for t in model.covered(s):
+        for t in model.held[col]:
             rows.setdefault((s.group, t), []).append((col, float(s.count)))
     for (g, _), terms in sorted(rows.items()):
         model.m.row(terms, upper=float(model.queue.devices[g].count))
@@ -179,33 +199,24 @@ def add_device_capacity(model: Slotted) -> None:
 def add_power_budgets(model: Slotted) -> None:
     """power_budget[t], domain_budget[d,t]: idle draw + sum k_s (cap - idle_w) z[s] over starts holding slot t
     <= the budget in force (W; window edges are slot edges)."""
-    q, fleet = model.queue, model.fleet
     rows: dict[tuple[str | None, int], list[tuple[int, float]]] = {}
     for col, s in enumerate(model.starts):
-        group = q.devices[s.group]
-        extra = s.count * (group.power_levels[s.level].cap_w - group.idle_w)
-        for t in model.covered(s):
-            rows.setdefault((None, t), []).append((col, extra))
-            if group.domain in q.power.domains:
-                rows.setdefault((group.domain, t), []).append((col, extra))
-    for (domain, t), terms in sorted(rows.items(), key=lambda r: (r[0][0] or "", r[0][1])):
-        if domain is None:
-            budget = q.power.budget_at((model.edges[t] + model.edges[t + 1]) / 2)
-            if budget is not None:
-                model.m.row(terms, upper=budget - fleet.idle_w)
-        else:
-            model.m.row(terms, upper=q.power.domains[domain] - fleet.idle_of_domain(domain))
+        extra, scopes = model.draw(s)
+        for t in model.held[col]:
+            for scope in scopes:
+                rows.setdefault((scope, t), []).append((col, extra))
+    budgets = model.budgets()
+    for (scope, t), terms in sorted(rows.items(), key=lambda r: (r[0][0] or "", r[0][1])):
+        if budgets[scope][t] < math.inf:
+            model.m.row(terms, upper=budgets[scope][t])
 
 
 def add_chains(model: Slotted) -> None:
     """after[i,j]: sum_{s of j} start_s z[s] - sum_{s of i} end_s z[s] >= 0 (hours)."""
-    by_job: dict[int, list[int]] = {}
-    for col, s in enumerate(model.starts):
-        by_job.setdefault(s.job, []).append(col)
     for j, preds in enumerate(model.fleet.predecessors):
         for i in preds:
-            terms = [(c, model.starts[c].start) for c in by_job.get(j, [])]
-            terms += [(c, -model.starts[c].end) for c in by_job.get(i, [])]
+            terms = [(c, model.starts[c].start) for c in model.columns_of[j]]
+            terms += [(c, -model.starts[c].end) for c in model.columns_of[i]]
             model.m.row(terms, lower=0.0)
 
 
@@ -224,43 +235,31 @@ def serial_schedule(model: Slotted, order: tuple[int, ...]) -> list[int] | None:
     """A feasible choice of starts (columns), or None: the jobs in `order` (each after its predecessors), each
     taking its earliest-ending start that fits the devices and budgets the jobs before it left (the serial
     schedule generation scheme of project scheduling). HiGHS starts from it."""
-    q, fleet = model.queue, model.fleet
     slots = len(model.edges) - 1
-    devices = {g: [float(group.count)] * slots for g, group in enumerate(q.devices)}
-    budgets: dict[str | None, list[float]] = {}
-    for t in range(slots):
-        budget = q.power.budget_at((model.edges[t] + model.edges[t + 1]) / 2)
-        budgets.setdefault(None, []).append(math.inf if budget is None else budget - fleet.idle_w)
-    for domain, limit in q.power.domains.items():
-        budgets[domain] = [limit - fleet.idle_of_domain(domain)] * slots
-    by_job: dict[int, list[int]] = {}
-    for col, s in enumerate(model.starts):
-        by_job.setdefault(s.job, []).append(col)
+    devices = {g: [float(group.count)] * slots for g, group in enumerate(model.queue.devices)}
+    budgets = model.budgets()
     ends: dict[int, float] = {}
     chosen: list[int] = []
-    for j in _after_predecessors(fleet, order):
-        ready = max((ends[i] for i in fleet.predecessors[j]), default=0.0)
+    for j in model.fleet.after_predecessors(order):
+        ready = max((ends[i] for i in model.fleet.predecessors[j]), default=0.0)
         best: int | None = None
-        for col in by_job.get(j, []):
+        for col in model.columns_of[j]:
             s = model.starts[col]
             if s.start < ready - 1e-9 or (best is not None and s.end >= model.starts[best].end):
                 continue
-            group = q.devices[s.group]
-            extra = s.count * (group.power_levels[s.level].cap_w - group.idle_w)
-            scopes = [None] + ([group.domain] if group.domain in budgets else [])
+            extra, scopes = model.draw(s)
             if all(
                 devices[s.group][t] >= s.count - 1e-9 and all(budgets[d][t] >= extra - 1e-9 for d in scopes)
-                for t in model.covered(s)
+                for t in model.held[col]
             ):
                 best = col
         if best is None:
             return None
         s = model.starts[best]
-        group = q.devices[s.group]
-        extra = s.count * (group.power_levels[s.level].cap_w - group.idle_w)
-        for t in model.covered(s):
+        extra, scopes = model.draw(s)
+        for t in model.held[best]:
             devices[s.group][t] -= s.count
-            for d in [None] + ([group.domain] if group.domain in budgets else []):
+            for d in scopes:
                 budgets[d][t] -= extra
         ends[j] = s.end
         chosen.append(best)
@@ -289,10 +288,7 @@ def _restricted(
     reduced = np.zeros(n)
     if lp.outcome is Outcome.optimal:
         reduced = np.array(h.getSolution().col_dual)
-        by_job: dict[int, list[int]] = {}
-        for col, s in enumerate(model.starts):
-            by_job.setdefault(s.job, []).append(col)
-        for cols in by_job.values():
+        for cols in model.columns_of.values():
             keep[sorted(cols, key=lambda c: reduced[c])[:SLOTTED_KEEP]] = True
     if first is not None:
         keep[first] = True
@@ -334,17 +330,6 @@ def _unproven(outcome: Outcome) -> Outcome:
     return Outcome.limit_with_solution if outcome is Outcome.optimal else outcome
 
 
-def _after_predecessors(fleet: Fleet, order: tuple[int, ...]) -> list[int]:
-    """`order` with each job moved after its predecessors (the first job whose predecessors are placed, in turn)."""
-    left, placed, out = list(order), set(), []
-    while left:
-        j = next((j for j in left if all(i in placed for i in fleet.predecessors[j])), left[0])
-        left.remove(j)
-        placed.add(j)
-        out.append(j)
-    return out
-
-
 def slotted_edges(queue: NightQueue, horizon: float) -> list[float]:
     """Slot edges over the horizon: SLOTTED_SLOTS slots, none shorter than SLOTTED_MIN_SLOT_HOURS, and one slot more
     for each job along the longest `after` chain but one. Why: each job of a chain starts at the first edge after
@@ -356,19 +341,11 @@ def slotted_edges(queue: NightQueue, horizon: float) -> list[float]:
 
 def chain_length(queue: NightQueue) -> int:
     """Jobs along the longest `after` chain (1 without chains)."""
-    preds = Fleet(queue).predecessors
-    length: dict[int, int] = {}
-    for root in range(len(queue.jobs)):
-        stack = [root]
-        while stack:  # predecessors first (the schema refuses cycles)
-            j = stack[-1]
-            todo = [i for i in preds[j] if i not in length]
-            if todo:
-                stack.extend(todo)
-                continue
-            stack.pop()
-            length[j] = 1 + max((length[i] for i in preds[j]), default=0)
-    return max(length.values(), default=1)
+    fleet = Fleet(queue)
+    length = [1] * len(queue.jobs)
+    for j in fleet.topological_order:
+        length[j] = 1 + max((length[i] for i in fleet.predecessors[j]), default=0)
+    return max(length, default=1)
 
 
 def start_columns(queue: NightQueue, fleet: Fleet, edges: list[float]) -> int:
@@ -405,7 +382,7 @@ def solve_slotted(
             Outcome.limit_without_solution, reason=f"{columns} start columns over the limit of {max_columns}"
         )
     model = build(queue, fleet, edges, soft_miss_hours)
-    if any(not any(s.job == j for s in model.starts) for j in range(len(queue.jobs))):
+    if not all(model.columns_of.values()):
         return SlottedSchedule(Outcome.infeasible, reason="a job has no start that ends by the horizon")
     h, _ = model.m.to_highs()
     deadline = started + time_limit_s
