@@ -153,7 +153,6 @@ def plan_night(
             for p in candidate_policies(workload, hours=hours, time_limit_s=time_limit_s, mip_gap=mip_gap, every=True)
             if p.name in candidates
         ]
-    best: tuple[tuple, NightPlan] | None = None
     warnings = night_warnings(workload)
 
     def night(policy: Policy, report: ProgressCallback | None = progress) -> NightPlan:
@@ -175,28 +174,29 @@ def plan_night(
         key = (*score(plan, workload), k)
         logger.debug("night candidate %s: %s", policy.name, key)
         timelines.append((key, plan))
-        if best is None or key < best[0]:
-            best = (key, plan)
+
+    def best_start_order() -> tuple[int, ...] | None:
+        """The start order of the best timeline so far (None before the first)."""
+        if not timelines:
+            return None
+        return start_order(min(timelines, key=lambda t: t[0])[1], [job.id for job in workload.jobs])
+
     slotted = len(workload.jobs) <= SLOTTED_MAX_JOBS if candidates is None else SLOTTED_NAME in candidates
     # Without a candidate that ran every job (`candidates` asked for this one alone), the night's length.
     finished = [p.summary.makespan_hours for _, p in timelines if not p.summary.never_ran] or [hours]
     if slotted:
         # HiGHS starts from the slotted schedule of the best candidate's start order.
-        order = start_order(best[1], [job.id for job in workload.jobs]) if best is not None else None
         schedule = solve_slotted(
             workload,
             horizon_hours=SLOTTED_HORIZON * min(finished),
             restart_hours=restart_hours,
-            order=order,
+            order=best_start_order(),
             soft_miss_hours=SLOTTED_SOFT_MISS_HOURS,
         )
         logger.debug("night slotted: %s, %s", schedule.outcome.value, schedule.reason or schedule.objective)
         if schedule.starts:
             plan = night(SlottedPolicy(schedule, SLOTTED_NAME))
-            key = (*score(plan, workload), len(timelines))
-            timelines.append((key, plan))
-            if best is None or key < best[0]:
-                best = (key, plan)
+            timelines.append(((*score(plan, workload), len(timelines)), plan))
     searched = SEARCH_MIN_JOBS <= len(workload.jobs) <= SEARCH_MAX_JOBS
     search = searched if candidates is None else SEARCH_NAME in candidates
     if search:
@@ -208,7 +208,7 @@ def plan_night(
             plan = night(DispatchPolicy(SEARCH_NAME, order="ranked", rank=rank), None)
             return (*score(plan, workload), order_index), plan
 
-        seed = start_order(best[1], ids) if best is not None else tuple(range(len(ids)))
+        seed = best_start_order() or tuple(range(len(ids)))
         key, plan, tried = local_search(seed, evaluate, evaluations=search_evaluations(len(ids)))
         logger.debug("night search: %s after %d timelines", key, tried)
         timelines.append((key, plan))
