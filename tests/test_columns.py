@@ -19,6 +19,7 @@ from optsched.solve import highs
 from optsched.solve.bound import NU_SHARES
 from optsched.solve.budget import TimeBudget
 from optsched.solve.columns import ColumnMaster, ColumnStats, Controls, JobBounds, Pricing, solve_by_columns
+from optsched.solve.columns import bounds as columns_bounds
 from optsched.solve.columns.fanout import FAN_OUT_MIN_BLOCKS
 from optsched.solve.columns.generation import Center, _final_bound
 from optsched.solve.construct import construct
@@ -182,6 +183,29 @@ def test_timed_refinement_sizes_its_blocks_without_changing_the_bound():
     timed = bounds.refined_bound(sigma, mu, lam, upper, deadline=time.monotonic() + 3600.0)
     assert untimed < float(mu @ master.a.count + lam @ master.headroom + np.maximum(upper, 0).sum())
     assert timed == untimed
+
+
+def test_split_blocks_give_each_job_its_bound_and_jobs_too_large_keep_the_closed_form(monkeypatch):
+    w = generate_racks("M", 1)
+    master = ColumnMaster(ModelData(w))
+    bounds = JobBounds(master)
+    rng = np.random.default_rng(5)
+    mu = rng.uniform(0.0, 0.5, len(master.data.groups))
+    lam = rng.uniform(0.0, 1e-3, len(master.headroom))
+    pi = master.level_prices(mu, lam)
+    jobs = np.arange(len(w.jobs))
+    whole = bounds.job_bounds(jobs, pi)
+    monkeypatch.setattr(columns_bounds, "BLOCK_ELEMENTS", 1)  # every block split down to single jobs
+    assert np.array_equal(bounds.job_bounds(jobs, pi), whole)
+    # Under a cap that no job fits, nothing is enumerated and the refined bound is the closed form itself.
+    sigma = np.zeros(len(w.jobs))
+    total, upper = bounds.bound(mu, lam, NU_SHARES)
+    assert np.isnan(bounds._job_bound_block(jobs[:4], pi, sigma[:4], cap=0)).all()
+    monkeypatch.setattr(columns_bounds, "REFINE_MAX_ELEMENTS", 0)
+    kept = np.where(master.a.must, upper, np.maximum(upper, 0))
+    closed = float(mu @ master.a.count + lam @ master.headroom + kept.sum())
+    assert bounds.refined_bound(sigma, mu, lam, upper) == pytest.approx(closed, rel=1e-12)
+    assert closed == pytest.approx(total, rel=1e-9)
 
 
 @pytest.mark.slow
@@ -352,6 +376,26 @@ def test_parallel_pricing_returns_exactly_the_serial_columns(workers):
     finally:
         parallel.close()
     assert parallel._pool is None
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_threaded_rounds_price_and_bound_exactly_as_one_thread(threads):
+    master, pricing, bounds, sigma, mu, lam, _ = _lp_duals(generate_racks("L", 0), 4)
+    total, upper = bounds.bound(mu, lam, NU_SHARES)
+    serial = pricing.price(sigma, mu, lam, upper)
+    threaded = ColumnMaster(master.data, threads=threads)
+    assert threaded.relax.threads == threads
+    threaded_pricing, threaded_bounds = Pricing(threaded), JobBounds(threaded)
+    assert len(pricing._blocks(np.flatnonzero(upper - sigma > 0))) > threads  # there are blocks to share
+    again, again_upper = threaded_bounds.bound(mu, lam, NU_SHARES)
+    assert again == total and np.array_equal(again_upper, upper)
+    assert threaded_pricing.price(sigma, mu, lam, upper) == serial
+    assert threaded_pricing.price(sigma, mu, lam, upper, enough=300) == pricing.price(sigma, mu, lam, upper, enough=300)
+
+
+def test_pricing_threads_below_one_are_refused():
+    with pytest.raises(ValueError, match="pricing_threads"):
+        SolveOptions(pricing_threads=0)
 
 
 # -- the integer step: the LP rounded, the master over its fractional jobs ------------------------------------

@@ -40,9 +40,10 @@ class SolveOptions:
     workload (columns for min_power, any but direct with extra rows or terms) leaves the choice to "auto".
     Under "auto": above `direct_max_options` placement options a plain workload on HiGHS is split, by column
     generation for weighted_speedup up to `column_max_options` options (0: never), by parts otherwise; the
-    parts aim at `part_options` options each and run in `part_workers` processes; column generation prices in
-    `pricing_workers` processes. Where column generation applies it already takes over from `column_min_options`
-    options (`column_min_options_linked` when power domains carry budgets of their own).
+    parts aim at `part_options` options each and run in `part_workers` processes; column generation prices and
+    bounds its rounds on `pricing_threads` threads, or prices them in `pricing_workers` processes. Where column
+    generation applies it already takes over from `column_min_options` options (`column_min_options_linked` when
+    power domains carry budgets of their own).
     """
 
     time_limit_s: float | None = None
@@ -77,6 +78,10 @@ class SolveOptions:
     # 0.72-0.97 s in two and 0.77-0.94 s in four; of racks 10,000 x 100 2.5-2.9 s in one and 2.9-3.4 s in two
     # (the duals and columns passed between processes cost more than they save; bench/results/planner-large.md).
     pricing_workers: int = 1
+    # Threads pricing and bounding the blocks of a round in this process: on 2 cores, a full pricing round of racks
+    # 10,000 x 100 took 1.29-1.37 s on two threads against 2.21-2.30 s on one, a bound 0.19 s against 0.32 s, the
+    # same columns (docs/benchmarks/planner-large.md).
+    pricing_threads: int = 2
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGY_NAMES:
@@ -84,7 +89,7 @@ class SolveOptions:
         for name in ("direct_max_options", "column_min_options", "column_min_options_linked", "column_max_options"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)!r}")
-        for name in ("part_options", "part_workers", "pricing_workers"):
+        for name in ("part_options", "part_workers", "pricing_workers", "pricing_threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, not {getattr(self, name)!r}")
         if self.backend not in BACKENDS:

@@ -23,6 +23,13 @@ FILTER_SHARES = (0.0,)
 # Jobs whose closed-form bound exceeds what the master pays them by more than this share of their weight get
 # the tighter (and costlier) per-job bound.
 REFINE_TOL = 1e-4
+# The per-job bound's arrays [jobs, hosts, frontier pairs, counts] hold at most this many elements a block (8 bytes
+# each, a dozen arrays alive): larger blocks are split.
+BLOCK_ELEMENTS = 4_000_000
+# A job whose arrays alone would exceed this is not refined (its closed form stands): at the prices of the final
+# bound one job of the mixed family (64 devices, a frontier of hundreds of levels) took 19.6 s, past a 2.5-s share
+# of the time limit (docs/benchmarks/planner-large.md).
+REFINE_MAX_ELEMENTS = 4_000_000
 
 
 class JobBounds:
@@ -57,25 +64,38 @@ class JobBounds:
             out[start: start + len(block)] = self._job_bound_block(block, pi, np.full(len(block), -np.inf))
         return out
 
-    def _job_bound_block(self, jobs: np.ndarray, pi: np.ndarray, floor: np.ndarray) -> np.ndarray:
+    def _job_bound_block(
+        self, jobs: np.ndarray, pi: np.ndarray, floor: np.ndarray, cap: float = math.inf
+    ) -> np.ndarray:
         """`job_bounds` for one block; hosts whose closed-form bound is at most `floor` [J] are not enumerated
-        (their closed form stands for them)."""
+        (their closed form stands for them). A block whose [J, hosts, pairs, counts] arrays would hold more than
+        BLOCK_ELEMENTS is split in two (each job's bound is its own, so only the time changes); a job alone above
+        `cap` elements is not enumerated at all: nan, the caller keeps its closed form."""
         a = self.a
         s_all = a.speeds(jobs)
         J = len(jobs)
         front, on_front = frontier(self.a, s_all, pi)  # by speed, fastest first; price falls along it
         F = front.shape[1]
         rows = np.arange(J)[:, None]
+        host_upper = self._host_upper(jobs, s_all, pi)[rows, front]  # [J, F]
+        kept = on_front & (host_upper > floor[:, None])
+        H = max(1, int(kept.sum(axis=1).max(initial=1)))
+        M = int(min(a.max_devices[jobs].max(initial=1), a.count.sum()))
+        elements = J * H * (F * (F + 1) // 2) * M
+        if elements > BLOCK_ELEMENTS and J > 1:
+            half = J // 2
+            return np.concatenate((
+                self._job_bound_block(jobs[:half], pi, floor[:half], cap),
+                self._job_bound_block(jobs[half:], pi, floor[half:], cap),
+            ))
+        if elements > cap:
+            return np.full(J, np.nan)
         sf = np.where(on_front, s_all[rows, front], 0.0)  # [J, F]
         pf = np.where(on_front, pi[front], np.inf)
         i1, i2 = np.triu_indices(F)  # pairs i1 <= i2: s_i1 >= s_i2
-        host_upper = self._host_upper(jobs, s_all, pi)[rows, front]  # [J, F]
-        kept = on_front & (host_upper > floor[:, None])
         left_out = np.where(on_front & ~kept, host_upper, -np.inf).max(axis=1, initial=-np.inf)
-        H = max(1, int(kept.sum(axis=1).max(initial=1)))
         position = np.argsort(~kept, axis=1, kind="stable")[:, :H]  # [J, H] frontier positions of kept hosts
         kept = kept[rows, position]
-        M = int(min(a.max_devices[jobs].max(initial=1), a.count.sum()))
         m = np.arange(M, dtype=np.float64)[None, None, None, :]  # [1, 1, 1, M]
         s_hi, s_lo = sf[:, i1], sf[:, i2]  # [J, P]
         p_hi, p_lo = pf[:, i1], pf[:, i2]
@@ -138,7 +158,8 @@ class JobBounds:
     ) -> float:
         """D(mu, lambda) with the closed form replaced by `job_bounds` where it may be loose: for the jobs whose
         closed-form profit exceeds what the master pays them (sigma_j) by more than REFINE_TOL of their weight,
-        the loosest first until `deadline` (the others keep the closed form, valid too). `upper` must be the
+        the loosest first until `deadline` (the others keep the closed form, valid too, as do those too large to
+        enumerate within REFINE_MAX_ELEMENTS). `upper` must be the
         closed form over every job with all its device-count multipliers (`bound` with NU_SHARES)."""
         a = self.a
         pays = np.where(a.must, upper, np.maximum(upper, 0.0)) - sigma
@@ -150,7 +171,7 @@ class JobBounds:
         while start < len(jobs) and time.monotonic() < deadline:
             block = jobs[start: start + size]
             began = time.monotonic()
-            exact = self._job_bound_block(block, pi, sigma[block])
+            exact = self._job_bound_block(block, pi, sigma[block], cap=REFINE_MAX_ELEMENTS)
             values[block] = np.where(np.isfinite(exact), np.minimum(upper[block], exact), upper[block])
             start += len(block)
             size = _next_block(size, time.monotonic() - began, deadline)

@@ -64,7 +64,8 @@ class Controls:
     `drop_after` (rounds a column may stay unused), `early_stop` (share of the gap, see EARLY_STOP),
     `final_bound` (share of the time after the rounds, see FINAL_BOUND_SHARE). `workers`: processes pricing the
     blocks of jobs of a round (1: this one; the columns are the same); `fan_out`: a queue whose workers price the
-    large rounds (optsched.solve.columns.fanout), before local processes."""
+    large rounds (optsched.solve.columns.fanout), before local processes; `threads`: threads pricing and bounding
+    the blocks in this process (the same columns and bounds; optsched.solve.blocks)."""
 
     smoothing: float = SMOOTHING
     partial: float = PARTIAL_SHARE
@@ -74,6 +75,7 @@ class Controls:
     workers: int = 1
     final_bound: float = FINAL_BOUND_SHARE
     fan_out: PricingFanOut | None = None
+    threads: int = 1
 
     def wanted(self, jobs: int) -> int | None:
         """Columns a round asks for (None: every job is priced)."""
@@ -114,7 +116,7 @@ class ColumnStats:
 
 
 def sample_prices(
-    data: ModelData, first: Counts, budget: TimeBudget, seed: int = 0
+    data: ModelData, first: Counts, budget: TimeBudget, seed: int = 0, threads: int = 1
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Device and watt prices from the master of a random sample of SAMPLE_JOBS jobs with that share of the
     capacities and budgets (POP's observation: a random share of the jobs on the same share of the resources
@@ -123,7 +125,7 @@ def sample_prices(
     if jobs < 2 * SAMPLE_JOBS:
         return None
     members = np.random.default_rng(seed).choice(jobs, SAMPLE_JOBS, replace=False)
-    sample = ColumnMaster(data, members, scale=SAMPLE_JOBS / jobs)
+    sample = ColumnMaster(data, members, scale=SAMPLE_JOBS / jobs, threads=threads)
     pricing, bounds = Pricing(sample), JobBounds(sample)
     sample.add_counts(first)
     prices = None
@@ -148,7 +150,7 @@ def solve_by_columns(
     `controls.early_stop` of the gap of the LP), the bound refined, then the integer master: first over the
     columns near the LP optimum, then over all of them. `best()` gives the best plan so far and its value (the
     master starts from it); every integer plan goes to `consider`, every bound to `on_bound`."""
-    master = ColumnMaster(data)
+    master = ColumnMaster(data, threads=controls.threads)
     pricing, bounds = Pricing(master, controls.workers, controls.fan_out), JobBounds(master)
     try:
         return _generate_and_solve(data, master, pricing, bounds, best, budget, gap, consider, on_bound, threads,
@@ -170,7 +172,7 @@ def _generate_and_solve(
     master.add_counts(first)
     enough = controls.wanted(len(data.jobs))
     center: Center | None = None
-    prices = sample_prices(data, first, sampling)
+    prices = sample_prices(data, first, sampling, threads=controls.threads)
     if prices is not None:
         # The sample's prices start the center: a bound at once (valid for any prices), and seed columns.
         bound, upper = bounds.bound(*prices)

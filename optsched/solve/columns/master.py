@@ -32,13 +32,15 @@ class ColumnMaster:
 
     `members` (default: every job) and `scale` make a sample's master: only those jobs, capacities and budget
     headroom times `scale`, no job required (a sample's must-run jobs may not fit its share); its duals
-    approximate the whole master's (see `sample_prices`)."""
+    approximate the whole master's (see `sample_prices`). `threads`: threads pricing and bounding its jobs' blocks
+    (optsched.solve.blocks)."""
 
-    def __init__(self, data: ModelData, members: np.ndarray | None = None, scale: float = 1.0):
+    def __init__(self, data: ModelData, members: np.ndarray | None = None, scale: float = 1.0, threads: int = 1):
         self.data = data
         a = data.arrays
         self.a = a
         self.relax = Relaxation(data)
+        self.relax.threads = self.threads = threads
         self.extra = self.relax.extra  # [K] W above idle per device at each kept level
         self.member = self.relax.member  # [G, B]
         self.headroom = self.relax.headroom  # [B]

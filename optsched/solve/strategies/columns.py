@@ -29,7 +29,9 @@ class ColumnGeneration(Strategy):
                 raise ValueError("column generation starts from a first plan")
             return tracker.best, tracker.best_value
 
-        controls = Controls(workers=self.options.pricing_workers, fan_out=pricing_fan_out())
+        controls = Controls(
+            workers=self.options.pricing_workers, fan_out=pricing_fan_out(), threads=self.options.pricing_threads
+        )
         stats = solve_by_columns(
             data, best=best, budget=budget, gap=tracker.gap, threads=self.options.threads, consider=tracker.consider,
             on_bound=tracker.improve_bound, controls=controls,
