@@ -1,7 +1,8 @@
 """Blocks of jobs evaluated on threads: column generation's pricing and the Lagrangian bound are numpy over
 blocks of jobs, and numpy releases the GIL inside its large array operations, so two threads on two cores take
-a round 1.6-1.8 x faster than one with the same answer (docs/benchmarks/planner-large.md). Threads, not
-processes: the prices and the columns stay in this process (local pricing processes gained nothing for that)."""
+a round's pricing and bound in 0.57-0.73 of one thread's time with the same answer
+(docs/benchmarks/planner-large.md). Threads, not processes: the prices and the columns stay in this process
+(local pricing processes gained nothing for that)."""
 
 from __future__ import annotations
 

@@ -78,9 +78,9 @@ class SolveOptions:
     # 0.72-0.97 s in two and 0.77-0.94 s in four; of racks 10,000 x 100 2.5-2.9 s in one and 2.9-3.4 s in two
     # (the duals and columns passed between processes cost more than they save; bench/results/planner-large.md).
     pricing_workers: int = 1
-    # Threads pricing and bounding the blocks of a round in this process: on 2 cores, a full pricing round of racks
-    # 10,000 x 100 took 1.29-1.37 s on two threads against 2.21-2.30 s on one, a bound 0.19 s against 0.32 s, the
-    # same columns (docs/benchmarks/planner-large.md).
+    # Threads pricing and bounding the blocks of a round in this process: on 2 cores, a pricing round of racks
+    # 10,000 x 100 took 0.47 s on two threads against 0.75 s on one, a bound 0.17 s against 0.30 s, the same columns
+    # and bound; 1.2-1.7 times the rounds in 60 s (docs/benchmarks/planner-large.md).
     pricing_threads: int = 2
 
     def __post_init__(self) -> None:
