@@ -168,15 +168,20 @@ def test_column_path_keeps_the_time_limit_and_streams_verified_incumbents():
     assert [p.objective for p in seen] == sorted(p.objective for p in seen)
 
 
+def _random_prices(seed: int, price_seed: int):
+    """A racks M master and random device and watt prices: (workload, master, bounds, mu, lam)."""
+    w = generate_racks("M", seed)
+    master = ColumnMaster(ModelData(w))
+    rng = np.random.default_rng(price_seed)
+    mu = rng.uniform(0.0, 0.5, len(master.data.groups))
+    lam = rng.uniform(0.0, 1e-3, len(master.headroom))
+    return w, master, JobBounds(master), mu, lam
+
+
 def test_timed_refinement_sizes_its_blocks_without_changing_the_bound():
     # The refined bound with a deadline far away (blocks sized by measured time) equals the untimed one (fixed
     # blocks): each job's bound is its own, so block sizes may only change where the loop stops.
-    w = generate_racks("M", 0)
-    master = ColumnMaster(ModelData(w))
-    bounds = JobBounds(master)
-    rng = np.random.default_rng(3)
-    mu = rng.uniform(0.0, 0.5, len(master.data.groups))
-    lam = rng.uniform(0.0, 1e-3, len(master.headroom))
+    w, master, bounds, mu, lam = _random_prices(0, 3)
     sigma = np.zeros(len(w.jobs))
     _, upper = bounds.bound(mu, lam, NU_SHARES)
     untimed = bounds.refined_bound(sigma, mu, lam, upper)
@@ -186,12 +191,7 @@ def test_timed_refinement_sizes_its_blocks_without_changing_the_bound():
 
 
 def test_split_blocks_give_each_job_its_bound_and_jobs_too_large_keep_the_closed_form(monkeypatch):
-    w = generate_racks("M", 1)
-    master = ColumnMaster(ModelData(w))
-    bounds = JobBounds(master)
-    rng = np.random.default_rng(5)
-    mu = rng.uniform(0.0, 0.5, len(master.data.groups))
-    lam = rng.uniform(0.0, 1e-3, len(master.headroom))
+    w, master, bounds, mu, lam = _random_prices(1, 5)
     pi = master.level_prices(mu, lam)
     jobs = np.arange(len(w.jobs))
     whole = bounds.job_bounds(jobs, pi)
