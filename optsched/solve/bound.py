@@ -27,8 +27,8 @@ from optsched.model.data import ModelData
 from optsched.model.expressions import budgets
 from optsched.solve.blocks import map_blocks
 
-# Jobs per vectorised block (bounds the memory of the job x level arrays, per thread). 1,024 rather than 2,048:
-# as fast in one thread (racks 10,000 x 100: 0.32 s a bound against 0.35 s) and the same peak with two.
+# Jobs per vectorised block (bounds the memory of the job x level arrays, per thread): two threads on blocks of
+# 1,024 hold what one block of 2,048 did before the threads.
 BLOCK_JOBS = 1024
 # Subgradient steps before the cutting planes take over.
 WARM_STEPS = 4
