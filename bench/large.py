@@ -51,6 +51,7 @@ DEFAULT_RUNS = (
     "racks:M:10:3,racks:L:30:2,racks:2K:60:2,racks:5K:60:1,racks:10K:60:1,racks:20K:60:1"
 )
 FAST_BASELINES = ("deadline_greedy",)
+THREADS = optsched.SolveOptions().pricing_threads
 
 
 @dataclass
@@ -72,7 +73,7 @@ class Result:
     undecomposed: tuple[str, float | None, float | None, float] | None = None
     by_parts: tuple[str, float | None, float | None, float] | None = None
     rounds: list[tuple[float, float, float]] = field(default_factory=list)  # (s since the call, LP, bound)
-    threads: int = optsched.SolveOptions().pricing_threads
+    threads: int = THREADS
 
 
 class RoundLog(logging.Handler):
@@ -180,7 +181,7 @@ def again(
 
 def run(
     family: str, size: str, seed: int, limit: float, baseline_max_jobs: int, undecomposed: bool, by_parts: bool = False,
-    strategy: StrategyName = "auto", rounds: bool = False, threads: int = optsched.SolveOptions().pricing_threads,
+    strategy: StrategyName = "auto", rounds: bool = False, threads: int = THREADS,
 ) -> Result:
     document = instance(family, size, seed)
     seen: list[tuple[float, optsched.Plan]] = []
@@ -326,7 +327,7 @@ def main(argv=None) -> None:
     parser.add_argument("--baseline-max-jobs", type=int, default=2000)
     parser.add_argument("--strategy", default="auto", choices=STRATEGY_NAMES, help="SolveOptions.strategy")
     parser.add_argument("--rounds", action="store_true", help="also report column generation's rounds")
-    parser.add_argument("--threads", default=str(optsched.SolveOptions().pricing_threads),
+    parser.add_argument("--threads", default=str(THREADS),
                         help="SolveOptions.pricing_threads, or several (1,2): each run once per count, side by side")
     parser.add_argument("--fan-out", type=int, default=0,
                         help="column generation's pricing rounds also on N `optsched worker` processes (RQ)")

@@ -108,12 +108,12 @@ def _threads(master: ColumnMaster, sigma, mu, lam, upper, reference: list, repea
     columns and bound, asserted."""
     bounds = JobBounds(master)
     one, bound = timed(lambda: bounds.bound(mu, lam), repeat)
-    master.threads = master.relax.threads = 2
+    master.relax.threads = 2
     try:
         times, answer = timed(lambda: Pricing(master).price(sigma, mu, lam, upper), repeat)
         two, again = timed(lambda: bounds.bound(mu, lam), repeat)
     finally:
-        master.threads = master.relax.threads = 1
+        master.relax.threads = 1
     assert answer == reference
     assert again[0] == bound[0] and np.array_equal(again[1], bound[1])
     return [

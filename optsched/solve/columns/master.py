@@ -40,7 +40,7 @@ class ColumnMaster:
         a = data.arrays
         self.a = a
         self.relax = Relaxation(data)
-        self.relax.threads = self.threads = threads
+        self.relax.threads = threads
         self.extra = self.relax.extra  # [K] W above idle per device at each kept level
         self.member = self.relax.member  # [G, B]
         self.headroom = self.relax.headroom  # [B]
@@ -64,6 +64,11 @@ class ColumnMaster:
         upper = np.concatenate((np.ones(len(self.members)), scale * a.count.astype(np.float64), scale * self.headroom))
         h.addRows(len(lower), lower, upper, 0, np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
         h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+
+    @property
+    def threads(self) -> int:
+        """Threads pricing and bounding the blocks: the relaxation's, so that both always agree."""
+        return self.relax.threads
 
     # -- columns ---------------------------------------------------------------------------------------------
 
