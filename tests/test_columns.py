@@ -4,6 +4,7 @@ with it. Prices are drawn at random: the bounds must hold for any prices >= 0.""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -21,9 +22,10 @@ from optsched.solve.budget import TimeBudget
 from optsched.solve.columns import ColumnMaster, ColumnStats, Controls, JobBounds, Pricing, solve_by_columns
 from optsched.solve.columns import bounds as columns_bounds
 from optsched.solve.columns.fanout import FAN_OUT_MIN_BLOCKS
-from optsched.solve.columns.generation import Center, _final_bound
+from optsched.solve.columns.generation import NEAR_LP_SHARES, Center, _final_bound
 from optsched.solve.construct import construct
 from optsched.solve.extract import exact_speedups, extract, weighted
+from optsched.solve.highs import Outcome
 from optsched.testing.instances import generate_racks
 from optsched.verify.placement import verify
 from tests.oracle import _job_options, brute_force
@@ -458,6 +460,40 @@ def test_master_over_the_fractional_jobs_keeps_the_fixed_columns(seed):
     lp = master.h.getLp()
     assert np.all(np.asarray(lp.col_lower_) == 0.0) and np.all(np.asarray(lp.col_upper_) == 1.0)
 
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop_at", [None, 1])
+def test_integer_master_widens_its_neighbourhood_only_after_an_optimum(monkeypatch, stop_at):
+    # A gap nothing meets keeps the integer step going: each neighbourhood of the LP (NEAR_LP_SHARES, then every
+    # column) is tried only after the one before was solved to its optimum; `stop_at` makes that call stop short.
+    calls: list[tuple[int | None, Outcome]] = []
+    solve_mip = ColumnMaster.solve_mip
+
+    def recorded(self, deadline, gap, start, consider, threads=None, keep=None, fix=None):
+        result = solve_mip(self, deadline, gap, start, consider, threads, keep=keep, fix=fix)
+        if fix is None and result is not None:
+            if len(calls) == stop_at:
+                result = dataclasses.replace(result, outcome=Outcome.limit_with_solution)
+            calls.append((None if keep is None else int(keep.sum()), result.outcome))
+        return result
+
+    monkeypatch.setattr(ColumnMaster, "solve_mip", recorded)
+    w = generate_racks("M", 1)
+    data, stats, plans, bounds, value = run_columns(w, Controls(), gap=1e-9, seconds=30.0)
+    assert calls, "the integer master never ran"
+    assert all(outcome is Outcome.optimal for _, outcome in calls[:-1])
+    sizes = [n for n, _ in calls]
+    widths = [n for n in sizes if n is not None]
+    assert widths == sorted(widths) and None not in sizes[:-1]
+    if stop_at is None:
+        assert len(calls) == len(NEAR_LP_SHARES) + 1 and sizes[-1] is None
+    else:
+        assert len(calls) == stop_at + 1
+    assert value <= min(bounds) * (1 + 1e-9)
+    objective = OBJECTIVES["weighted_speedup"]
+    for counts in plans[-3:]:
+        assert verify(w, extract(data, objective, counts, Status.heuristic, None, (), time.monotonic(), 0)) == []
 
 @pytest.fixture(scope="module")
 def rack_m_converged():
