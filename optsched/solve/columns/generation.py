@@ -38,8 +38,8 @@ REFINE_SHARE = 0.2
 FIXED_SHARE = 0.4
 # The integer master's neighbourhoods of the LP: the columns the LP uses and those within each share of their value
 # from a zero reduced profit, widened while each is solved to its optimum in time, then every column. Why: the
-# master over the 1 % neighbourhood is optimal in 1-3 s, and the one over every column improved on it in no run
-# measured (racks3 2,000 x 144: 30 s without a better plan); widening reached 13,539 where it stopped at 13,207.
+# master over the 1 % neighbourhood was optimal in 0.3-2.7 s, and the one over every column improved on it in
+# neither run logged (racks3 2,000 x 144: 30 s without a better plan); widening reached 13,539 against 13,207.
 NEAR_LP_SHARES = (0.01, 0.03, 0.1, 0.3)
 # The least relative gap asked of the integer master.
 MIN_MASTER_GAP = 1e-4
