@@ -52,7 +52,6 @@ def run(fn, queue, hours: float) -> tuple[NightPlan, float, int]:
     return plan, seconds, len(verify_timeline(queue, plan))
 
 
-
 def _best_found(wmct: float, bound: float | None) -> str:
     """A slotted schedule found but not proven: the plan over the model's LP bound says how far the optimum can be."""
     return f"best found; LP {wmct / bound:.3f}" if bound else "best found"

@@ -461,7 +461,6 @@ def test_master_over_the_fractional_jobs_keeps_the_fixed_columns(seed):
     assert np.all(np.asarray(lp.col_lower_) == 0.0) and np.all(np.asarray(lp.col_upper_) == 1.0)
 
 
-
 @pytest.mark.slow
 @pytest.mark.parametrize("stop_at", [None, 1])
 def test_integer_master_widens_its_neighbourhood_only_after_an_optimum(monkeypatch, stop_at):
@@ -494,6 +493,7 @@ def test_integer_master_widens_its_neighbourhood_only_after_an_optimum(monkeypat
     objective = OBJECTIVES["weighted_speedup"]
     for counts in plans[-3:]:
         assert verify(w, extract(data, objective, counts, Status.heuristic, None, (), time.monotonic(), 0)) == []
+
 
 @pytest.fixture(scope="module")
 def rack_m_converged():
