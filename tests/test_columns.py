@@ -559,3 +559,73 @@ def test_a_fan_out_prices_large_rounds_only_and_partial_rounds_ask_for_each_proc
     small.price(sigma, mu, lam, upper, enough=300)  # 300 jobs a segment: 3 blocks, priced here
     assert small.fan_out is not None and small.fan_out.opened == 0
     fanned.close()
+
+
+@given(tiny_workloads(max_jobs=3, max_groups=3, max_count=4))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_shrunk_columns_are_every_valid_allocation_with_fewer_devices_at_one_level(document):
+    # Against the oracle's own list of every valid allocation (eligibility, device counts, deadline): a column's
+    # shrunk versions are exactly those that take 1 .. n devices away from one of its levels.
+    w = Workload.load(document)
+    data = ModelData(w)
+    master = ColumnMaster(data)
+    kept = {
+        (data.groups[g].id, data.groups[g].power_levels[lv].cap_w): k for (g, lv), k in master.level_of.items()
+    }
+    valid: dict[int, set] = {}
+    for j, job in enumerate(w.jobs):
+        for option in _job_options(w, job):
+            if all(key in kept for key in option["alloc"]):
+                column = tuple(sorted((kept[key], n) for key, n in option["alloc"].items() if n > 0))
+                valid.setdefault(j, set()).add(column)
+    master.add([(j, column) for j, columns in valid.items() for column in columns])
+    for c, (j, column) in enumerate(zip(master.column_job, master.columns, strict=True)):
+        at = dict(column)
+        expected = {
+            other for other in valid[j]
+            if other != column and sum(1 for k, n in at.items() if dict(other).get(k, 0) != n) == 1
+            and all(dict(other).get(k, 0) <= n for k, n in at.items()) and set(dict(other)) <= set(at)
+        }
+        assert set(master.shrunk(np.array([c]))) == {(j, other) for other in expected}, (j, column)
+
+
+@pytest.mark.slow
+def test_shrunk_columns_join_the_integer_master_but_not_the_lps_neighbourhoods(monkeypatch):
+    # The LP's fractional columns with fewer devices join the master over the fractional jobs and the one over
+    # every column, never a neighbourhood of the LP (they kept its first stage from its optimum); every plan
+    # verifies and none is above a bound.
+    added_at: list[int] = []
+    stages: list[tuple[str, np.ndarray | None, set[int]]] = []
+    shrunk, solve_mip = ColumnMaster.shrunk, ColumnMaster.solve_mip
+
+    def recorded_shrunk(self, columns):
+        added_at.append(len(self.columns))
+        return shrunk(self, columns)
+
+    def recorded_mip(self, deadline, gap, start, consider, threads=None, keep=None, fix=None):
+        chosen = {self.index[key] for key in self.columns_in(start) if key in self.index} if start else set()
+        kind = "fractional" if fix is not None else "every" if keep is None else "near"
+        stages.append((kind, None if keep is None else keep.copy(), chosen))
+        return solve_mip(self, deadline, gap, start, consider, threads, keep=keep, fix=fix)
+
+    monkeypatch.setattr(ColumnMaster, "shrunk", recorded_shrunk)
+    monkeypatch.setattr(ColumnMaster, "solve_mip", recorded_mip)
+    w = generate_racks("M", 1)
+    data, stats, plans, bounds, value = run_columns(w, Controls(), gap=1e-9, seconds=30.0)
+    assert len(added_at) == 1 and stats.shrunk > 0
+    new = set(range(added_at[0], added_at[0] + stats.shrunk))
+    kinds = [kind for kind, _, _ in stages]
+    assert "near" in kinds
+    for kind, keep, chosen in stages:
+        if kind == "near":
+            assert keep is not None
+            # Only those the best plan already holds (solve_mip keeps its start's columns).
+            assert {c for c in new if c < len(keep) and keep[c]} <= chosen
+        if kind == "fractional" and keep is not None:
+            assert all(keep[c] for c in new if c < len(keep))
+    assert value <= min(bounds) * (1 + 1e-9)
+    objective = OBJECTIVES["weighted_speedup"]
+    for counts in plans[-3:]:
+        assert verify(w, extract(data, objective, counts, Status.heuristic, None, (), time.monotonic(), 0)) == []
+    _, off, *_ = run_columns(w, Controls(shrink=False), gap=1e-9, seconds=30.0)
+    assert off.shrunk == 0

@@ -10,7 +10,8 @@ from functools import cached_property
 import highspy
 import numpy as np
 
-from optsched.model.data import ModelData
+from optsched.model.data import Arrays, ModelData
+from optsched.schema.tolerances import DEADLINE_RTOL
 from optsched.solve.bound import Relaxation
 from optsched.solve.extract import Counts
 from optsched.solve.highs import Outcome, new_highs, run_highs
@@ -25,6 +26,8 @@ REDUCED_KEEP = 0.01
 # own tolerance is wider; the planner's feasibility check has the last word).
 INTEGRAL_TOL = 1e-6
 WATT_TOL = 1e-9
+# Deadlines are met with this margin inside the verifier's tolerance (a column must stay valid exactly).
+DEADLINE_MARGIN = 1e-9
 
 
 class ColumnMaster:
@@ -74,12 +77,15 @@ class ColumnMaster:
 
     def value_of(self, j: int, column: Column) -> float:
         """w_j S_j of job j holding `column` (the host is its fastest device)."""
+        return float(self.a.weight[j] * self.speedup_of(j, column))
+
+    def speedup_of(self, j: int, column: Column) -> float:
+        """S_j = 1 / ((1 - p) / s_host + p / R) of job j holding `column`, the host its fastest device."""
         a = self.a
         speeds = [a.factor[j, a.level_group[k]] * a.level_speed[k] for k, _ in column]
         r = sum(s * n for s, (_, n) in zip(speeds, column, strict=True))
-        host = max(speeds)
         p = a.p[j]
-        return float(a.weight[j] / ((1.0 - p) / host + p / r))
+        return float(1.0 / ((1.0 - p) / max(speeds) + p / r))
 
     def add(self, new: list[tuple[int, Column]]) -> int:
         """Add the columns not already in the master; returns how many were new."""
@@ -263,6 +269,26 @@ class ColumnMaster:
             watts += n * self.extra[k] * self.member[g]
         return devices, watts
 
+    def fractional(self) -> np.ndarray:
+        """The columns the last LP holds strictly between 0 and 1 (INTEGRAL_TOL)."""
+        return (self.lp_x > INTEGRAL_TOL) & (self.lp_x < 1.0 - INTEGRAL_TOL)
+
+    def shrunk(self, columns: np.ndarray) -> list[tuple[int, Column]]:
+        """Each of `columns` (positions in the master) with 1 .. n fewer devices at one of its levels, where the
+        job still has its min_devices and meets its deadline: the same jobs on smaller allocations."""
+        a = self.a
+        out: list[tuple[int, Column]] = []
+        for c in np.asarray(columns).tolist():
+            j, column = self.column_job[c], self.columns[c]
+            total = sum(n for _, n in column)
+            for i, (_, n) in enumerate(column):
+                for fewer in range(1, min(n, total - max(1, int(a.min_devices[j]))) + 1):
+                    smaller = tuple((kk, nn - fewer) if ii == i else (kk, nn) for ii, (kk, nn) in enumerate(column))
+                    variant = tuple(entry for entry in smaller if entry[1] > 0)
+                    if meets_deadline(a, np.array([j]), np.array([self.speedup_of(j, variant)]))[0]:
+                        out.append((j, variant))
+        return out
+
     def integral(self) -> np.ndarray:
         """The columns the last LP holds at 1 (INTEGRAL_TOL): with a few dozen coupling rows, nearly every job's."""
         return self.lp_x >= 1.0 - INTEGRAL_TOL
@@ -319,3 +345,11 @@ class ColumnMaster:
         neighbourhood of the LP optimum where the integer master looks first."""
         values = np.asarray(self.values[: len(self.lp_x)])
         return (self.lp_x > 1e-9) | (self.lp_reduced >= -share * values)
+
+
+def meets_deadline(a: Arrays, jobs: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """Runtime W / S <= D for speedups S [J, ...] of `jobs`, with DEADLINE_MARGIN inside the verifier's tolerance."""
+    shape = (-1,) + (1,) * (S.ndim - 1)
+    deadline = a.deadline[jobs].reshape(shape)
+    work = a.work[jobs].reshape(shape)
+    return ~np.isfinite(deadline) | (work <= S * deadline * (1 + DEADLINE_RTOL - DEADLINE_MARGIN))

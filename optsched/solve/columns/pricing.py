@@ -11,10 +11,9 @@ from itertools import repeat
 import numpy as np
 
 from optsched.model.data import Arrays
-from optsched.schema.tolerances import DEADLINE_RTOL
 from optsched.solve.blocks import map_blocks
 from optsched.solve.columns.fanout import FAN_OUT_MIN_BLOCKS, PricingFanOut, PricingSession, shares
-from optsched.solve.columns.master import Column, ColumnMaster
+from optsched.solve.columns.master import Column, ColumnMaster, meets_deadline
 
 # Jobs priced per vectorised block (bounds the memory of the job x host x extra x count arrays).
 PRICE_BLOCK = 128
@@ -24,8 +23,6 @@ EXTRA_LEVELS = 3
 SPREAD_HOSTS = 4
 # A reduced profit below this (relative to the job's weight) is no improvement.
 REDUCED_TOL = 1e-7
-# Deadlines are priced with this margin inside the verifier's tolerance (a column must stay valid exactly).
-DEADLINE_MARGIN = 1e-9
 
 
 class Pricing:
@@ -180,7 +177,7 @@ class BlockPricer:
                 & (total <= maxd[:, None, None, None])
                 & (total >= a.min_devices[jobs][:, None, None, None])
             )
-            valid &= self._meets_deadline(jobs, S)
+            valid &= meets_deadline(self.a, jobs, S)
         # m = 0 is the same column whatever the extra level: keep it once (the host's own level).
         valid[:, :, 1:, 0] = False
         reduced = (
@@ -222,13 +219,6 @@ class BlockPricer:
             out.append((int(jobs[i]), tuple(sorted(allocation.items()))))
         return out
 
-    def _meets_deadline(self, jobs: np.ndarray, S: np.ndarray) -> np.ndarray:
-        """Runtime W / S <= D for speedups S [J, ...], with a margin inside the verifier's tolerance (a column
-        must stay valid exactly)."""
-        shape = (-1,) + (1,) * (S.ndim - 1)
-        deadline = self.a.deadline[jobs].reshape(shape)
-        work = self.a.work[jobs].reshape(shape)
-        return ~np.isfinite(deadline) | (work <= S * deadline * (1 + DEADLINE_RTOL - DEADLINE_MARGIN))
 
     def _spread_block(self, jobs, sigma, pi, s_all, hosts, s_host) -> tuple[np.ndarray, list[Column | None]]:
         """The other families: host k and m devices spread over groups, each filled to its room before the next
@@ -324,7 +314,7 @@ class BlockPricer:
                 (sh > 0) & (m <= cum_room[..., -1:]) & (m + 1 <= maxd[:, None, None])
                 & (m + 1 >= a.min_devices[jobs][:, None, None]) & np.isfinite(extra_speed)
             )
-            valid &= self._meets_deadline(jobs, S)
+            valid &= meets_deadline(self.a, jobs, S)
         reduced = a.weight[jobs][:, None, None] * S - pi[hosts][:, :, None] - cost - sigma[jobs][:, None, None]
         flat = np.where(valid, reduced, -np.inf).reshape(J, -1)
         best = flat.argmax(axis=1)
