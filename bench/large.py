@@ -7,6 +7,7 @@
     python -m bench.large --strategy columns --runs racks:10K:60:1   # a strategy forced (default: auto, by size)
     python -m bench.large --rounds --runs racks:2K:90:1     # also each column generation round's LP and bound
     python -m bench.large --threads 1,2 --runs racks:10K:60:1  # pricing threads side by side
+    python -m bench.large --shrink 0,1 --runs racks3:5K:60:1   # the integer master without and with shrunk columns
 
 A run is FAMILY:SIZE:TIME_LIMIT_S:SEEDS. Families: `plain` (optsched.testing.instances.generate: S, M, L, XL),
 `racks` (generate_racks: per-rack budgets, a quarter hard jobs; M, L, 2K, 5K, 10K, 20K) and `racks3` (the
@@ -74,6 +75,17 @@ class Result:
     by_parts: tuple[str, float | None, float | None, float] | None = None
     rounds: list[tuple[float, float, float]] = field(default_factory=list)  # (s since the call, LP, bound)
     threads: int = THREADS
+    shrink: bool = True  # SolveOptions.shrink_columns
+
+    @property
+    def setting(self) -> str:
+        """The pricing threads, and the shrunk columns when they are off."""
+        return f"{self.threads}" + ("" if self.shrink else ", shrink off")
+
+    @property
+    def label(self) -> str:
+        """The run's row name: family-size-seed-t{threads}, -noshrink when the shrunk columns are off."""
+        return f"{self.family}-{self.size}-{self.seed}-t{self.threads}" + ("" if self.shrink else "-noshrink")
 
 
 class RoundLog(logging.Handler):
@@ -181,7 +193,7 @@ def again(
 
 def run(
     family: str, size: str, seed: int, limit: float, baseline_max_jobs: int, undecomposed: bool, by_parts: bool = False,
-    strategy: StrategyName = "auto", rounds: bool = False, threads: int = THREADS,
+    strategy: StrategyName = "auto", rounds: bool = False, threads: int = THREADS, shrink: bool = True,
 ) -> Result:
     document = instance(family, size, seed)
     seen: list[tuple[float, optsched.Plan]] = []
@@ -194,7 +206,7 @@ def run(
     try:
         plan = optsched.plan(
             document, time_limit_s=limit, on_incumbent=lambda p: seen.append((time.monotonic() - start, p)),
-            options=optsched.SolveOptions(strategy=strategy, pricing_threads=threads),
+            options=optsched.SolveOptions(strategy=strategy, pricing_threads=threads, shrink_columns=shrink),
         )
     finally:
         logger.removeHandler(handler)
@@ -204,7 +216,7 @@ def run(
     violations = len(verify(workload, plan)) + sum(len(verify(workload, p)) for _, p in seen)
     result = Result(
         family, size, seed, limit, wall, seen[0][0] if seen else None, plan.status.value, plan.objective, plan.bound,
-        plan.gap, len(seen), violations, method(plan), rounds=handler.rounds, threads=threads,
+        plan.gap, len(seen), violations, method(plan), rounds=handler.rounds, threads=threads, shrink=shrink,
     )
     for name, baseline in BASELINES.items():
         if name not in FAST_BASELINES and len(workload.jobs) > baseline_max_jobs:
@@ -249,21 +261,21 @@ def shape(family: str, size: str) -> str:
 
 
 def table(results: list[Result]) -> list[str]:
-    keys = list(dict.fromkeys((r.family, r.size, r.threads) for r in results))
+    keys = list(dict.fromkeys((r.family, r.size, r.setting) for r in results))
     names = list(dict.fromkeys(n for r in results for n in r.baselines))
     lines = [
         "| family | size (jobs x groups) | threads | seeds | limit s | first plan s | wall s | wall / limit | "
         "final gap | statuses | method | " + " | ".join(f"{n} / optsched" for n in names) + " | violations |",
         "|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(names) + "---|",
     ]
-    for family, size, threads in keys:
-        rs = [r for r in results if (r.family, r.size, r.threads) == (family, size, threads)]
+    for family, size, setting in keys:
+        rs = [r for r in results if (r.family, r.size, r.setting) == (family, size, setting)]
         ratios = []
         for n in names:
             vals = [r.baselines[n][1] / r.objective for r in rs if n in r.baselines and r.objective]
             ratios.append(worst_low(vals, ".3f") if vals else "-")
         lines.append(
-            f"| {family} | {shape(family, size)} | {threads} | {len(rs)} | {rs[0].limit:g} | "
+            f"| {family} | {shape(family, size)} | {setting} | {len(rs)} | {rs[0].limit:g} | "
             f"{spread([r.first_plan_s for r in rs], '.2f')} | {spread([r.wall for r in rs], '.1f')} | "
             f"{spread([r.wall / r.limit for r in rs], '.3f')} | {spread([r.gap for r in rs], '.4f')} | "
             f"{', '.join(r.status for r in rs)} | {', '.join(r.method for r in rs)} | "
@@ -288,7 +300,7 @@ def details(results: list[Result]) -> list[str]:
     for r in results:
         base = "; ".join(f"{n} {s} {v:,.1f}" for n, (s, v) in r.baselines.items())
         lines.append(
-            f"| {r.family}-{r.size}-{r.seed}-t{r.threads} | {r.status} | {r.objective or 0:,.1f} | "
+            f"| {r.label} | {r.status} | {r.objective or 0:,.1f} | "
             f"{'-' if r.bound is None else format(r.bound, ',.1f')} | {'-' if r.gap is None else format(r.gap, '.4f')} "
             f"| {'-' if r.first_plan_s is None else format(r.first_plan_s, '.2f')} | {r.wall:.1f} | {r.incumbents} | "
             f"{base} | {other(r.undecomposed)} | {other(r.by_parts)} |"
@@ -313,7 +325,7 @@ def round_details(results: list[Result]) -> list[str]:
             continue
         per = statistics.median(b[0] - a[0] for a, b in zip(rs, rs[1:], strict=False)) if len(rs) > 1 else math.nan
         lines.append(
-            f"| {r.family}-{r.size}-{r.seed}-t{r.threads} | {len(rs)} | {rs[0][0]:.1f} | {per:.2f} | "
+            f"| {r.label} | {len(rs)} | {rs[0][0]:.1f} | {per:.2f} | "
             f"{at(rs, 5, 1)} / {at(rs, 10, 1)} / {rs[-1][1]:,.0f} | {at(rs, 10, 2)} / {rs[-1][2]:,.0f} |"
         )
     return lines
@@ -329,6 +341,8 @@ def main(argv=None) -> None:
     parser.add_argument("--rounds", action="store_true", help="also report column generation's rounds")
     parser.add_argument("--threads", default=str(THREADS),
                         help="SolveOptions.pricing_threads, or several (1,2): each run once per count, side by side")
+    parser.add_argument("--shrink", default="1",
+                        help="SolveOptions.shrink_columns (1 on, 0 off), or both (0,1): each run once per value")
     parser.add_argument("--fan-out", type=int, default=0,
                         help="column generation's pricing rounds also on N `optsched worker` processes (RQ)")
     parser.add_argument("--out", default="bench/results/planner-large.md")
@@ -353,14 +367,18 @@ def _main(args: argparse.Namespace) -> None:
     started = time.monotonic()
     for spec in args.runs.split(","):
         family, size, limit, seeds = spec.split(":")
-        for seed, threads in itertools.product(range(int(seeds)), [int(t) for t in args.threads.split(",")]):
+        shrinks = [bool(int(v)) for v in args.shrink.split(",")]
+        for seed, threads, shrink in itertools.product(
+            range(int(seeds)), [int(t) for t in args.threads.split(",")], shrinks
+        ):
             r = run(
                 family, size, seed, float(limit), args.baseline_max_jobs, (family, size) in undecomposed,
-                (family, size) in by_parts, args.strategy, args.rounds, threads,
+                (family, size) in by_parts, args.strategy, args.rounds, threads, shrink,
             )
             results.append(r)
             loads.append(os.getloadavg()[0])
-            print(f"{family} {size} seed {seed}: {r.status} {r.objective or 0:,.1f} bound {r.bound} gap {r.gap} "
+            print(f"{family} {size} seed {seed} ({r.setting}): {r.status} {r.objective or 0:,.1f} bound {r.bound} "
+                  f"gap {r.gap} "
                   f"first {r.first_plan_s} wall {r.wall:.1f}/{r.limit:g} {r.method} baselines {r.baselines} "
                   f"one MILP {r.undecomposed} by parts {r.by_parts} violations {r.violations}", flush=True)
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
@@ -381,7 +399,9 @@ def _main(args: argparse.Namespace) -> None:
         "optsched.solve.columns). `method`: how the plan was made. `X / optsched`: the baseline's weighted "
         "speedup over optsched's (0 when the baseline finds no feasible plan). `one MILP` and `by parts`: the same "
         "instance with the same limit, decomposition off, or columns off (the parts of optsched.solve.decompose). "
-        "`threads`: SolveOptions.pricing_threads, the threads pricing and bounding column generation's rounds.",
+        "`threads`: SolveOptions.pricing_threads, the threads pricing and bounding column generation's rounds "
+        "(\"shrink off\": SolveOptions.shrink_columns off, the integer master without the LP's fractional columns "
+        "with fewer devices).",
         "",
         *table(results),
         "",

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import optsched
+import optsched.solve.strategies.columns as columns_strategy
 from optsched import SolveOptions, Status, Workload
 from optsched.model.data import ModelData
 from optsched.model.objectives import OBJECTIVES
@@ -629,3 +630,19 @@ def test_shrunk_columns_join_the_integer_master_but_not_the_lps_neighbourhoods(m
         assert verify(w, extract(data, objective, counts, Status.heuristic, None, (), time.monotonic(), 0)) == []
     _, off, *_ = run_columns(w, Controls(shrink=False), gap=1e-9, seconds=30.0)
     assert off.shrunk == 0
+
+
+@pytest.mark.parametrize("shrink", [True, False])
+def test_solve_options_turn_the_shrunk_columns_on_and_off(monkeypatch, shrink):
+    seen: list[Controls] = []
+    real = columns_strategy.solve_by_columns
+
+    def recorded(data, **kwargs):
+        seen.append(kwargs["controls"])
+        return real(data, **kwargs)
+
+    monkeypatch.setattr(columns_strategy, "solve_by_columns", recorded)
+    w = generate_racks("M", 0)
+    plan = optsched.plan(w, time_limit_s=5, options=SolveOptions(strategy="columns", shrink_columns=shrink))
+    assert verify(w, plan) == []
+    assert [c.shrink for c in seen] == [shrink]

@@ -30,7 +30,8 @@ class ColumnGeneration(Strategy):
             return tracker.best, tracker.best_value
 
         controls = Controls(
-            workers=self.options.pricing_workers, fan_out=pricing_fan_out(), threads=self.options.pricing_threads
+            workers=self.options.pricing_workers, fan_out=pricing_fan_out(), threads=self.options.pricing_threads,
+            shrink=self.options.shrink_columns,
         )
         stats = solve_by_columns(
             data, best=best, budget=budget, gap=tracker.gap, threads=self.options.threads, consider=tracker.consider,
