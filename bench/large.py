@@ -365,12 +365,11 @@ def _main(args: argparse.Namespace) -> None:
     results: list[Result] = []
     loads = [os.getloadavg()[0]]
     started = time.monotonic()
+    threads_each = [int(t) for t in args.threads.split(",")]
+    shrinks = [bool(int(v)) for v in args.shrink.split(",")]
     for spec in args.runs.split(","):
         family, size, limit, seeds = spec.split(":")
-        shrinks = [bool(int(v)) for v in args.shrink.split(",")]
-        for seed, threads, shrink in itertools.product(
-            range(int(seeds)), [int(t) for t in args.threads.split(",")], shrinks
-        ):
+        for seed, threads, shrink in itertools.product(range(int(seeds)), threads_each, shrinks):
             r = run(
                 family, size, seed, float(limit), args.baseline_max_jobs, (family, size) in undecomposed,
                 (family, size) in by_parts, args.strategy, args.rounds, threads, shrink,
@@ -378,9 +377,9 @@ def _main(args: argparse.Namespace) -> None:
             results.append(r)
             loads.append(os.getloadavg()[0])
             print(f"{family} {size} seed {seed} ({r.setting}): {r.status} {r.objective or 0:,.1f} bound {r.bound} "
-                  f"gap {r.gap} "
-                  f"first {r.first_plan_s} wall {r.wall:.1f}/{r.limit:g} {r.method} baselines {r.baselines} "
-                  f"one MILP {r.undecomposed} by parts {r.by_parts} violations {r.violations}", flush=True)
+                  f"gap {r.gap} first {r.first_plan_s} wall {r.wall:.1f}/{r.limit:g} {r.method} "
+                  f"baselines {r.baselines} one MILP {r.undecomposed} by parts {r.by_parts} violations {r.violations}",
+                  flush=True)
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor())
     lines = [

@@ -257,7 +257,7 @@ def _generate_and_solve(
     before = len(master.columns)
     if controls.shrink:
         stats.shrunk = master.add(master.shrunk(np.flatnonzero(master.fractional())))
-    shrunk = np.arange(len(master.columns)) >= before
+    shrunk = range(before, before + stats.shrunk)
     log.debug("shrunk columns: %d", stats.shrunk)
     # The integer master's own gap is measured against its LP: stop it where the plan is within `gap` of our bound.
     mip_gap = max(MIN_MASTER_GAP, 0.5 * ((1.0 + gap) * stats.lp_value / stats.bound - 1.0))
@@ -298,11 +298,12 @@ def _generate_and_solve(
     return stats
 
 
-def _without(near: np.ndarray, shrunk: np.ndarray) -> np.ndarray:
+def _without(near: np.ndarray, shrunk: range) -> np.ndarray:
     """A neighbourhood of the LP (over the columns it solved) over every column now: the columns added since
     are in it (as `ColumnMaster.solve_mip` takes them), except the `shrunk` ones."""
-    keep = np.concatenate((near, np.ones(max(0, len(shrunk) - len(near)), dtype=bool)))
-    keep[: len(shrunk)] &= ~shrunk[: len(keep)]
+    keep = np.ones(max(len(near), shrunk.stop), dtype=bool)
+    keep[: len(near)] = near
+    keep[shrunk.start: shrunk.stop] = False
     return keep
 
 

@@ -277,17 +277,19 @@ class ColumnMaster:
         """Each of `columns` (positions in the master) with 1 .. n fewer devices at one of its levels, where the
         job still has its min_devices and meets its deadline: the same jobs on smaller allocations."""
         a = self.a
-        out: list[tuple[int, Column]] = []
+        found: list[tuple[int, Column]] = []
         for c in np.asarray(columns).tolist():
             j, column = self.column_job[c], self.columns[c]
-            total = sum(n for _, n in column)
-            for i, (_, n) in enumerate(column):
-                for fewer in range(1, min(n, total - max(1, int(a.min_devices[j]))) + 1):
-                    smaller = tuple((kk, nn - fewer) if ii == i else (kk, nn) for ii, (kk, nn) in enumerate(column))
-                    variant = tuple(entry for entry in smaller if entry[1] > 0)
-                    if meets_deadline(a, np.array([j]), np.array([self.speedup_of(j, variant)]))[0]:
-                        out.append((j, variant))
-        return out
+            room = sum(n for _, n in column) - max(1, int(a.min_devices[j]))
+            for i, (k, n) in enumerate(column):
+                for fewer in range(1, min(n, room) + 1):
+                    kept = ((k, n - fewer),) if fewer < n else ()
+                    found.append((j, column[:i] + kept + column[i + 1:]))
+        if not found:
+            return []
+        jobs = np.array([j for j, _ in found])
+        speedups = np.array([self.speedup_of(j, column) for j, column in found])
+        return [variant for variant, ok in zip(found, meets_deadline(a, jobs, speedups), strict=True) if ok]
 
     def integral(self) -> np.ndarray:
         """The columns the last LP holds at 1 (INTEGRAL_TOL): with a few dozen coupling rows, nearly every job's."""
