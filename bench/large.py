@@ -8,6 +8,7 @@
     python -m bench.large --rounds --runs racks:2K:90:1     # also each column generation round's LP and bound
     python -m bench.large --threads 1,2 --runs racks:10K:60:1  # pricing threads side by side
     python -m bench.large --shrink 0,1 --runs racks3:5K:60:1   # the integer master without and with shrunk columns
+    python -m bench.large --hosts 0,8 --runs mixed:2K:60:1     # pricing with every host, then with 8 per job
 
 A run is FAMILY:SIZE:TIME_LIMIT_S:SEEDS. Families: `plain` (optsched.testing.instances.generate: S, M, L, XL),
 `racks` (generate_racks: per-rack budgets, a quarter hard jobs; M, L, 2K, 5K, 10K, 20K) and `racks3` (the
@@ -53,6 +54,7 @@ DEFAULT_RUNS = (
 )
 FAST_BASELINES = ("deadline_greedy",)
 THREADS = optsched.SolveOptions().pricing_threads
+HOSTS = optsched.SolveOptions().pricing_hosts
 
 
 @dataclass
@@ -76,16 +78,24 @@ class Result:
     rounds: list[tuple[float, float, float]] = field(default_factory=list)  # (s since the call, LP, bound)
     threads: int = THREADS
     shrink: bool = True  # SolveOptions.shrink_columns
+    hosts: int = HOSTS  # SolveOptions.pricing_hosts
 
     @property
     def setting(self) -> str:
-        """The pricing threads, and the shrunk columns when they are off."""
-        return f"{self.threads}" + ("" if self.shrink else ", shrink off")
+        """The pricing threads, the shrunk columns when they are off, the hosts priced when not the default's."""
+        return (
+            f"{self.threads}" + ("" if self.shrink else ", shrink off")
+            + ("" if self.hosts == HOSTS else f", hosts {self.hosts or 'all'}")
+        )
 
     @property
     def label(self) -> str:
-        """The run's row name: family-size-seed-t{threads}, -noshrink when the shrunk columns are off."""
-        return f"{self.family}-{self.size}-{self.seed}-t{self.threads}" + ("" if self.shrink else "-noshrink")
+        """The run's row name: family-size-seed-t{threads}, -noshrink when the shrunk columns are off, -h{hosts}
+        when the hosts priced are not the default's."""
+        return (
+            f"{self.family}-{self.size}-{self.seed}-t{self.threads}" + ("" if self.shrink else "-noshrink")
+            + ("" if self.hosts == HOSTS else f"-h{self.hosts}")
+        )
 
 
 class RoundLog(logging.Handler):
@@ -194,6 +204,7 @@ def again(
 def run(
     family: str, size: str, seed: int, limit: float, baseline_max_jobs: int, undecomposed: bool, by_parts: bool = False,
     strategy: StrategyName = "auto", rounds: bool = False, threads: int = THREADS, shrink: bool = True,
+    hosts: int = HOSTS,
 ) -> Result:
     document = instance(family, size, seed)
     seen: list[tuple[float, optsched.Plan]] = []
@@ -206,7 +217,9 @@ def run(
     try:
         plan = optsched.plan(
             document, time_limit_s=limit, on_incumbent=lambda p: seen.append((time.monotonic() - start, p)),
-            options=optsched.SolveOptions(strategy=strategy, pricing_threads=threads, shrink_columns=shrink),
+            options=optsched.SolveOptions(
+                strategy=strategy, pricing_threads=threads, shrink_columns=shrink, pricing_hosts=hosts
+            ),
         )
     finally:
         logger.removeHandler(handler)
@@ -217,6 +230,7 @@ def run(
     result = Result(
         family, size, seed, limit, wall, seen[0][0] if seen else None, plan.status.value, plan.objective, plan.bound,
         plan.gap, len(seen), violations, method(plan), rounds=handler.rounds, threads=threads, shrink=shrink,
+        hosts=hosts,
     )
     for name, baseline in BASELINES.items():
         if name not in FAST_BASELINES and len(workload.jobs) > baseline_max_jobs:
@@ -343,6 +357,8 @@ def main(argv=None) -> None:
                         help="SolveOptions.pricing_threads, or several (1,2): each run once per count, side by side")
     parser.add_argument("--shrink", default="1",
                         help="SolveOptions.shrink_columns (1 on, 0 off), or both (0,1): each run once per value")
+    parser.add_argument("--hosts", default=str(HOSTS),
+                        help="SolveOptions.pricing_hosts (0: every host), or several (0,8): each run once per value")
     parser.add_argument("--fan-out", type=int, default=0,
                         help="column generation's pricing rounds also on N `optsched worker` processes (RQ)")
     parser.add_argument("--out", default="bench/results/planner-large.md")
@@ -367,12 +383,13 @@ def _main(args: argparse.Namespace) -> None:
     started = time.monotonic()
     threads_each = [int(t) for t in args.threads.split(",")]
     shrinks = [bool(int(v)) for v in args.shrink.split(",")]
+    hosts_each = [int(v) for v in args.hosts.split(",")]
     for spec in args.runs.split(","):
         family, size, limit, seeds = spec.split(":")
-        for seed, threads, shrink in itertools.product(range(int(seeds)), threads_each, shrinks):
+        for seed, threads, shrink, hosts in itertools.product(range(int(seeds)), threads_each, shrinks, hosts_each):
             r = run(
                 family, size, seed, float(limit), args.baseline_max_jobs, (family, size) in undecomposed,
-                (family, size) in by_parts, args.strategy, args.rounds, threads, shrink,
+                (family, size) in by_parts, args.strategy, args.rounds, threads, shrink, hosts,
             )
             results.append(r)
             loads.append(os.getloadavg()[0])
@@ -400,7 +417,8 @@ def _main(args: argparse.Namespace) -> None:
         "instance with the same limit, decomposition off, or columns off (the parts of optsched.solve.decompose). "
         "`threads`: SolveOptions.pricing_threads, the threads pricing and bounding column generation's rounds "
         "(\"shrink off\": SolveOptions.shrink_columns off, the integer master without the LP's fractional columns "
-        "with fewer devices).",
+        "with fewer devices; \"hosts\": SolveOptions.pricing_hosts when not the default, all = every frontier "
+        "level).",
         "",
         *table(results),
         "",

@@ -22,6 +22,7 @@ from optsched.solve.bound import NU_SHARES
 from optsched.solve.budget import TimeBudget
 from optsched.solve.columns import ColumnMaster, ColumnStats, Controls, JobBounds, Pricing, solve_by_columns
 from optsched.solve.columns import bounds as columns_bounds
+from optsched.solve.columns import pricing as columns_pricing
 from optsched.solve.columns.fanout import FAN_OUT_MIN_BLOCKS
 from optsched.solve.columns.generation import NEAR_LP_SHARES, Center, _final_bound
 from optsched.solve.construct import construct
@@ -276,6 +277,70 @@ def test_partial_pricing_returns_the_most_promising_of_the_full_columns(seed):
     assert pricing.price(rich, mu, lam, upper) == [] == pricing.price(rich, mu, lam, upper, enough=5)
 
 
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_pricing_with_few_hosts_finds_a_column_whenever_every_host_would(seed):
+    master, *_ = _lp_duals(generate_racks("L", seed), seed)
+    pricing = Pricing(master, hosts=1)
+    # Prices at random (the LP's first duals leave most devices free: one host is then the whole frontier).
+    rng = np.random.default_rng(seed)
+    mu, lam = rng.uniform(0.0, 2.0, master.groups), rng.uniform(0.0, 1e-2, master.budget_rows)
+    sigma = rng.uniform(0.0, 1.0, master.jobs) * master.a.weight
+    pi = master.level_prices(mu, lam)
+    jobs = np.arange(master.jobs)
+    front, on_front = columns_pricing.frontier(master.a, master.a.speeds(jobs), pi)
+    assert (on_front.sum(axis=1) > 1).any(), "no job has two hosts to choose from: the test needs one"
+    every_host = pricing.blocks.price_block(jobs, sigma, pi, None)
+    one_host = pricing.blocks.price_block(jobs, sigma, pi, 1)
+    # One host rated best per job: each column it finds improves at these duals, and it never finds more.
+    assert pricing.improving(one_host, sigma, mu, lam) == one_host
+    assert {j for j, _ in one_host} <= {j for j, _ in every_host}
+    # A round prices again with every host when the few found nothing: empty only where every host finds nothing.
+    # Paying each job what its one host's columns earn (the single-level family's, then the spread ones') leaves
+    # that host nothing, and the others what they earn beyond it.
+    paid, found = sigma.copy(), one_host
+    while found:
+        for j, column in found:
+            paid[j] = master.value_of(j, column) - sum(pi[k] * n for k, n in column) + 1e-6 * master.a.weight[j]
+        found = pricing.blocks.price_block(jobs, paid, pi, 1)
+    for duals in (sigma, paid, sigma + 1e6 * master.a.weight):
+        found = pricing.price(duals, mu, lam)
+        assert bool(found) == bool(pricing.blocks.price_block(jobs, duals, pi, None))
+        assert pricing.improving(found, duals, mu, lam) == found
+    assert pricing.price(paid, mu, lam), "every host found nothing more either: the test needs it to"
+
+
+@pytest.mark.slow
+def test_rounds_with_few_hosts_end_only_where_no_host_finds_a_column():
+    w = generate_racks("M", 2)
+    data = ModelData(w)
+    master = ColumnMaster(data)
+    pricing = Pricing(master, hosts=1)
+    master.add_counts(construct(data))
+    rounds = 0
+    while True:
+        value, sigma, mu, lam = master.solve_lp(time.monotonic() + 60.0)
+        rounds += 1
+        if not master.add(pricing.price(sigma, mu, lam)):
+            break
+    assert rounds > 2
+    # Converged: at the last duals no column of the family improves, whatever its host.
+    every_host = pricing.blocks.price_block(np.arange(master.jobs), sigma, master.level_prices(mu, lam), None)
+    assert every_host == []
+    # The planner's rounds, with one host and with every host: plans verify, bounds hold, and the LPs differ by
+    # no more than the spread families' fixed points do (they start from the hosts the single-level family
+    # rates best: 0.26 % here).
+    _, all_hosts, *_ = run_columns(w, dataclasses.replace(PLAIN, hosts=None))
+    data, one_host, plans, bounds, best = run_columns(w, dataclasses.replace(PLAIN, hosts=1))
+    assert all_hosts.converged and one_host.converged
+    assert one_host.lp_value == pytest.approx(all_hosts.lp_value, rel=5e-3)
+    assert one_host.lp_value == pytest.approx(value, rel=1e-6)
+    assert min(bounds) >= best * (1 - 1e-9)
+    objective = OBJECTIVES["weighted_speedup"]
+    for counts in plans:
+        assert verify(w, extract(data, objective, counts, Status.heuristic, None, (), time.monotonic(), 0)) == []
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_dropped_columns_never_remove_the_best_plans_and_the_master_stays_consistent(seed):
     w = generate_racks("M", seed)
@@ -396,9 +461,11 @@ def test_threaded_rounds_price_and_bound_exactly_as_one_thread(threads):
     assert threaded_pricing.price(sigma, mu, lam, upper, enough=300) == pricing.price(sigma, mu, lam, upper, enough=300)
 
 
-def test_pricing_threads_below_one_are_refused():
+def test_pricing_threads_below_one_and_negative_hosts_are_refused():
     with pytest.raises(ValueError, match="pricing_threads"):
         SolveOptions(pricing_threads=0)
+    with pytest.raises(ValueError, match="pricing_hosts"):
+        SolveOptions(pricing_hosts=-1)
 
 
 # -- the integer step: the LP rounded, the master over its fractional jobs ------------------------------------
@@ -530,7 +597,7 @@ class _InProcessFanOut:
     def width(self) -> int:
         return self._width
 
-    def open(self, a):
+    def open(self, a, hosts):
         self.opened += 1
         fan_out = self
 
@@ -632,8 +699,8 @@ def test_shrunk_columns_join_the_integer_master_but_not_the_lps_neighbourhoods(m
     assert off.shrunk == 0
 
 
-@pytest.mark.parametrize("shrink", [True, False])
-def test_solve_options_turn_the_shrunk_columns_on_and_off(monkeypatch, shrink):
+@pytest.mark.parametrize(("shrink", "hosts", "controls_hosts"), [(True, 8, 8), (False, 0, None), (True, 3, 3)])
+def test_solve_options_reach_the_rounds_controls(monkeypatch, shrink, hosts, controls_hosts):
     seen: list[Controls] = []
     real = columns_strategy.solve_by_columns
 
@@ -643,6 +710,7 @@ def test_solve_options_turn_the_shrunk_columns_on_and_off(monkeypatch, shrink):
 
     monkeypatch.setattr(columns_strategy, "solve_by_columns", recorded)
     w = generate_racks("M", 0)
-    plan = optsched.plan(w, time_limit_s=5, options=SolveOptions(strategy="columns", shrink_columns=shrink))
+    options = SolveOptions(strategy="columns", shrink_columns=shrink, pricing_hosts=hosts)
+    plan = optsched.plan(w, time_limit_s=5, options=options)
     assert verify(w, plan) == []
-    assert [c.shrink for c in seen] == [shrink]
+    assert [(c.shrink, c.hosts) for c in seen] == [(shrink, controls_hosts)]

@@ -41,7 +41,8 @@ class SolveOptions:
     Under "auto": above `direct_max_options` placement options a plain workload on HiGHS is split, by column
     generation for weighted_speedup up to `column_max_options` options (0: never), by parts otherwise; the
     parts aim at `part_options` options each and run in `part_workers` processes; column generation prices and
-    bounds its rounds on `pricing_threads` threads, or prices them in `pricing_workers` processes, and with
+    bounds its rounds on `pricing_threads` threads, or prices them in `pricing_workers` processes, with
+    `pricing_hosts` hosts per job in its single-level family (0: every one), and with
     `shrink_columns` gives its integer master the LP's fractional columns with fewer devices too. Where column
     generation applies it already takes over from `column_min_options` options (`column_min_options_linked` when
     power domains carry budgets of their own).
@@ -86,11 +87,18 @@ class SolveOptions:
     # The LP's fractional columns with fewer devices join column generation's integer master (`Controls.shrink`):
     # racks3 5,000 x 192 seed 0 in 60 s, 1.87 % against 3.02 % (docs/benchmarks/planner-large.md).
     shrink_columns: bool = True
+    # Hosts per job that column generation's single-level pricing pairs with every extra level (0: every frontier
+    # level; `Controls.hosts`): mixed 2,000 x 192 in 60 s, 115 rounds and a proven 0.33 % against 23 rounds and
+    # 124 % with every host (docs/benchmarks/planner-large.md).
+    pricing_hosts: int = 8
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGY_NAMES:
             raise ValueError(f"strategy must be one of {STRATEGY_NAMES}, not {self.strategy!r}")
-        for name in ("direct_max_options", "column_min_options", "column_min_options_linked", "column_max_options"):
+        for name in (
+            "direct_max_options", "column_min_options", "column_min_options_linked", "column_max_options",
+            "pricing_hosts",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)!r}")
         for name in ("part_options", "part_workers", "pricing_workers", "pricing_threads"):

@@ -26,6 +26,7 @@ from optsched.model.objectives import OBJECTIVES
 from optsched.schema.plan import Status
 from optsched.solve.columns import ColumnMaster, Controls, Pricing
 from optsched.solve.columns.fanout import FAN_OUT_MIN_BLOCKS
+from optsched.solve.columns.pricing import HOSTS_PRICED
 from optsched.solve.construct import construct
 from optsched.solve.extract import extract
 from optsched.testing.instances import generate_racks
@@ -54,19 +55,19 @@ def round_at_duals():
     return pricing, blocks, sigma, pi, here
 
 
-def _slowly(pricing: Pricing, sigma, pi, pause_s: float):
+def _slowly(pricing: Pricing, sigma, pi, pause_s: float, hosts: int | None = HOSTS_PRICED):
     """This process's pricing of a block, `pause_s` slower: the workers get time to take their chunks."""
 
     def local(block):
         time.sleep(pause_s)
-        return pricing.blocks.price_block(block, sigma, pi)
+        return pricing.blocks.price_block(block, sigma, pi, hosts)
 
     return local
 
 
 def test_workers_price_chunks_and_return_the_same_columns(workers, redis_url, queue_name, round_at_duals):
     pricing, blocks, sigma, pi, here = round_at_duals
-    session = RQPricing(Keys(redis_url, queue_name)).open(pricing.a)
+    session = RQPricing(Keys(redis_url, queue_name)).open(pricing.a, pricing.hosts)
     try:
         fanned = session.price(blocks, sigma, pi, _slowly(pricing, sigma, pi, 0.3))
     finally:
@@ -76,6 +77,22 @@ def test_workers_price_chunks_and_return_the_same_columns(workers, redis_url, qu
     assert session.stats.chunks_by_workers + session.stats.chunks_here == 3 and session.stats.stragglers == 0
     assert Keys(redis_url, queue_name).redis.get(f"{session.prefix}:arrays") is None  # closed: nothing left
 
+
+def test_workers_price_with_the_hosts_the_session_was_opened_with(workers, redis_url, queue_name, round_at_duals):
+    pricing, blocks, *_ = round_at_duals
+    master = pricing.master
+    # Prices at random: at the LP's first duals one host is the whole frontier, and the hosts change nothing.
+    rng = np.random.default_rng(1)
+    pi = master.level_prices(rng.uniform(0.0, 2.0, master.groups), rng.uniform(0.0, 1e-2, master.budget_rows))
+    sigma = rng.uniform(0.0, 1.0, master.jobs) * master.a.weight
+    one_host = [pricing.blocks.price_block(b, sigma, pi, 1) for b in blocks]
+    assert one_host != [pricing.blocks.price_block(b, sigma, pi, None) for b in blocks], "the test needs a difference"
+    session = RQPricing(Keys(redis_url, queue_name)).open(pricing.a, 1)
+    try:
+        fanned = session.price(blocks, sigma, pi, _slowly(pricing, sigma, pi, 0.3, 1))
+    finally:
+        session.close()
+    assert fanned == one_host and session.stats.chunks_by_workers >= 1
 
 def test_registered_workers_that_take_nothing_keep_no_solve_waiting(redis_url, private_queue, round_at_duals):
     """Workers that all solve (here: registered, never working) take no chunk: the solve prices all of them at
@@ -87,7 +104,7 @@ def test_registered_workers_that_take_nothing_keep_no_solve_waiting(redis_url, p
     for w in idle:
         w.register_birth()
         w.set_state(WorkerStatus.IDLE)  # idle by their word: the solve counts on them, and they never come
-    session = RQPricing(keys, straggler_s=120.0).open(pricing.a)
+    session = RQPricing(keys, straggler_s=120.0).open(pricing.a, pricing.hosts)
     started = time.monotonic()
     try:
         fanned = session.price(blocks, sigma, pi, lambda b: pricing.blocks.price_block(b, sigma, pi))
@@ -130,7 +147,7 @@ def _price_beside(keys: Keys, round_at_duals, fails: bool, straggler_s: float):
     """One round fanned out beside `_worker_taking_one_chunk`: (columns, stats, seconds)."""
     pricing, blocks, sigma, pi, _ = round_at_duals
     with _worker_taking_one_chunk(keys, keys.queue_name, fails):
-        session = RQPricing(keys, straggler_s=straggler_s).open(pricing.a)
+        session = RQPricing(keys, straggler_s=straggler_s).open(pricing.a, pricing.hosts)
         started = time.monotonic()
         try:
             fanned = session.price(blocks, sigma, pi, _slowly(pricing, sigma, pi, 0.2))
@@ -191,7 +208,7 @@ def test_a_solve_prices_its_rounds_itself_while_redis_does_not_answer(round_at_d
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
     fan_out = RQPricing(Keys(f"redis://127.0.0.1:{port}/0", "nowhere"))
-    session = fan_out.open(pricing.a)
+    session = fan_out.open(pricing.a, pricing.hosts)
     assert session.price(blocks, sigma, pi, lambda b: pricing.blocks.price_block(b, sigma, pi)) == here
     session.close()
     assert fan_out.away and fan_out.stats.outages == 1 and fan_out.stats.rounds == 0 and fan_out.width() == 1

@@ -98,18 +98,19 @@ class RQPricing:
         self.away = True
         self.stats.outages += 1
 
-    def open(self, a: Arrays) -> RQPricingSession:
+    def open(self, a: Arrays, hosts: int | None) -> RQPricingSession:
         prefix = f"optsched:{self.keys.queue_name}:pricing:{uuid.uuid4().hex}"
         try:
             self.keys.redis.set(f"{prefix}:arrays", _pack(_fields(a)), ex=SESSION_TTL_S)
         except QUEUE_OUTAGES as exc:
             self.went_away(exc)
-        return RQPricingSession(self, prefix)
+        return RQPricingSession(self, prefix, hosts)
 
 
 class RQPricingSession:
-    def __init__(self, fan_out: RQPricing, prefix: str):
+    def __init__(self, fan_out: RQPricing, prefix: str, hosts: int | None):
         self.fan_out = fan_out
+        self.hosts = hosts
         self.redis: Redis = fan_out.keys.redis
         self.stats = fan_out.stats  # the fan-out's totals, over its sessions
         self.prefix = prefix
@@ -134,7 +135,8 @@ class RQPricingSession:
         round_key = f"{self.prefix}:{self.rounds}"
         # One chunk for each idle worker and one for this process: no worker is kept waiting for another's chunk.
         chunks = shares(len(blocks), width)
-        self.redis.set(f"{round_key}:duals", _pack({"sigma": sigma, "pi": pi}), ex=SESSION_TTL_S)
+        hosts = np.array([0 if self.hosts is None else self.hosts])  # 0: every host
+        self.redis.set(f"{round_key}:duals", _pack({"sigma": sigma, "pi": pi, "hosts": hosts}), ex=SESSION_TTL_S)
         job_ids = [f"{round_key.replace(':', '-')}-{i}" for i in range(len(chunks))]
         self.fan_out.queue.enqueue_many([
             Queue.prepare_data(
@@ -200,7 +202,10 @@ def price_chunk(prefix: str, round_: int, chunk: int, blocks: list[list[int]]) -
     try:
         pricer = _pricer(redis, prefix)
         prices = _unpack(duals)
-        columns = [pricer.price_block(np.asarray(b, dtype=np.int64), prices["sigma"], prices["pi"]) for b in blocks]
+        hosts = int(prices["hosts"][0]) or None
+        columns = [
+            pricer.price_block(np.asarray(b, dtype=np.int64), prices["sigma"], prices["pi"], hosts) for b in blocks
+        ]
     finally:  # a failure answers too, so that the solve prices the chunk at once
         with redis.pipeline() as pipe:
             pipe.rpush(f"{round_key}:answers", json.dumps([chunk, columns]))

@@ -49,8 +49,9 @@ class PricingFanOut(Protocol):
         """Processes that price a round at once, this one included (partial pricing asks each for its share)."""
         ...
 
-    def open(self, a: Arrays) -> PricingSession:
-        """Publish the workload's arrays for the workers; the session prices rounds until closed."""
+    def open(self, a: Arrays, hosts: int | None) -> PricingSession:
+        """Publish the workload's arrays for the workers; the session prices rounds until closed, with `hosts`
+        hosts per job (`BlockPricer.price_block`)."""
         ...
 
 

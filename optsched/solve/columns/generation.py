@@ -17,7 +17,7 @@ from optsched.solve.budget import TimeBudget
 from optsched.solve.columns.bounds import FILTER_SHARES, JobBounds
 from optsched.solve.columns.fanout import PricingFanOut
 from optsched.solve.columns.master import Column, ColumnMaster, Consider
-from optsched.solve.columns.pricing import Pricing
+from optsched.solve.columns.pricing import HOSTS_PRICED, Pricing
 from optsched.solve.construct import construct, improve
 from optsched.solve.extract import Counts
 from optsched.solve.highs import Outcome
@@ -68,7 +68,8 @@ class Controls:
     columns' smaller versions join the integer master, `ColumnMaster.shrunk`). `workers`: processes pricing the
     blocks of jobs of a round (1: this one; the columns are the same); `fan_out`: a queue whose workers price the
     large rounds (optsched.solve.columns.fanout), before local processes; `threads`: threads pricing and bounding
-    the blocks in this process (the same columns and bounds; optsched.solve.blocks)."""
+    the blocks in this process (the same columns and bounds; optsched.solve.blocks); `hosts`: hosts per job the
+    single-level pricing family pairs with every extra level (None: every one; see HOSTS_PRICED)."""
 
     smoothing: float = SMOOTHING
     partial: float = PARTIAL_SHARE
@@ -80,6 +81,7 @@ class Controls:
     shrink: bool = True
     fan_out: PricingFanOut | None = None
     threads: int = 1
+    hosts: int | None = HOSTS_PRICED
 
     def wanted(self, jobs: int) -> int | None:
         """Columns a round asks for (None: every job is priced)."""
@@ -157,7 +159,7 @@ def solve_by_columns(
     best plan so far and its value (the master starts from it); every integer plan goes to `consider`, every bound
     to `on_bound`."""
     master = ColumnMaster(data, threads=controls.threads)
-    pricing, bounds = Pricing(master, controls.workers, controls.fan_out), JobBounds(master)
+    pricing, bounds = Pricing(master, controls.workers, controls.fan_out, controls.hosts), JobBounds(master)
     try:
         return _generate_and_solve(data, master, pricing, bounds, best, budget, gap, consider, on_bound, threads,
                                    controls)

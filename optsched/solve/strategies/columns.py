@@ -31,7 +31,7 @@ class ColumnGeneration(Strategy):
 
         controls = Controls(
             workers=self.options.pricing_workers, fan_out=pricing_fan_out(), threads=self.options.pricing_threads,
-            shrink=self.options.shrink_columns,
+            shrink=self.options.shrink_columns, hosts=self.options.pricing_hosts or None,
         )
         stats = solve_by_columns(
             data, best=best, budget=budget, gap=tracker.gap, threads=self.options.threads, consider=tracker.consider,
