@@ -8,7 +8,7 @@
     python -m bench.large --rounds --runs racks:2K:90:1     # also each column generation round's LP and bound
     python -m bench.large --threads 1,2 --runs racks:10K:60:1  # pricing threads side by side
     python -m bench.large --shrink 0,1 --runs racks3:5K:60:1   # the integer master without and with shrunk columns
-    python -m bench.large --hosts 0,8 --runs mixed:2K:60:1     # pricing with every host, then with 8 per job
+    python -m bench.large --hosts 0,24 --runs mixed:2K:60:1    # pricing with every host, then with 24 per job
 
 A run is FAMILY:SIZE:TIME_LIMIT_S:SEEDS. Families: `plain` (optsched.testing.instances.generate: S, M, L, XL),
 `racks` (generate_racks: per-rack budgets, a quarter hard jobs; M, L, 2K, 5K, 10K, 20K) and `racks3` (the

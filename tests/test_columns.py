@@ -466,6 +466,8 @@ def test_pricing_threads_below_one_and_negative_hosts_are_refused():
         SolveOptions(pricing_threads=0)
     with pytest.raises(ValueError, match="pricing_hosts"):
         SolveOptions(pricing_hosts=-1)
+    # The planner's default and the library's are one number.
+    assert SolveOptions().pricing_hosts == columns_pricing.HOSTS_PRICED == Controls().hosts
 
 
 # -- the integer step: the LP rounded, the master over its fractional jobs ------------------------------------
@@ -699,7 +701,7 @@ def test_shrunk_columns_join_the_integer_master_but_not_the_lps_neighbourhoods(m
     assert off.shrunk == 0
 
 
-@pytest.mark.parametrize(("shrink", "hosts", "controls_hosts"), [(True, 8, 8), (False, 0, None), (True, 3, 3)])
+@pytest.mark.parametrize(("shrink", "hosts", "controls_hosts"), [(True, 24, 24), (False, 0, None), (True, 3, 3)])
 def test_solve_options_reach_the_rounds_controls(monkeypatch, shrink, hosts, controls_hosts):
     seen: list[Controls] = []
     real = columns_strategy.solve_by_columns

@@ -88,9 +88,9 @@ class SolveOptions:
     # racks3 5,000 x 192 seed 0 in 60 s, 1.87 % against 3.02 % (docs/benchmarks/planner-large.md).
     shrink_columns: bool = True
     # Hosts per job that column generation's single-level pricing pairs with every extra level (0: every frontier
-    # level; `Controls.hosts`): mixed 2,000 x 192 in 60 s, 115 rounds and a proven 0.33 % against 23 rounds and
-    # 124 % with every host (docs/benchmarks/planner-large.md).
-    pricing_hosts: int = 8
+    # level; `Controls.hosts`, HOSTS_PRICED in optsched/solve/columns/pricing.py): mixed 2,000 x 192 in 60 s, a
+    # proven 0.81-0.90 % against 6.4-7.2 % with every host (docs/benchmarks/planner-large.md).
+    pricing_hosts: int = 24
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGY_NAMES:

@@ -22,11 +22,12 @@ EXTRA_LEVELS = 3
 # Hosts per job the spread families try (those the single-level family rates best).
 SPREAD_HOSTS = 4
 # Hosts per job the single-level family pairs with every extra level: those it rates best with their own level
-# and the cheap ones as extras. Why: its work grows with hosts x extras, and the frontier is 70 levels long on
-# `mixed` 2,000 x 192 (24 on racks): there a round took 0.6 s of pricing against 0.09 s, 23 rounds in 60 s against
-# 115 (gap 124 % against a proven 0.33 %). A round that finds nothing prices again with every host
-# (`Pricing.price`), so "no column" keeps its meaning.
-HOSTS_PRICED = 8
+# and the cheap ones as extras. Why: its work grows with hosts x extras, and a block's frontier is up to 70 levels
+# long on `mixed` 2,000 x 192 (22-27 on racks and racks3): there, in 60 s, every host gave 19-20 rounds and a gap
+# of 6.4-7.2 %, 24 hosts 76-77 rounds and a proven 0.81-0.90 % (8 hosts: 0.49-0.85 %, but racks3 2,000 x 144's
+# plans fell 2.7-3.7 % short against 1.5-1.8 %; docs/benchmarks/planner-large.md). A round that finds nothing
+# prices again with every host (`Pricing.price`), so "no column" keeps its meaning.
+HOSTS_PRICED = 24
 # A reduced profit below this (relative to the job's weight) is no improvement.
 REDUCED_TOL = 1e-7
 
