@@ -80,9 +80,9 @@ bench: install
 
 bench-large: install
 	$(BIN)/python -m bench.large \
-		--runs racks:2K:60:2,racks:5K:60:2,racks:10K:60:1,racks:20K:60:1,racks3:2K:60:2,racks3:5K:60:1,plain:XL:60:1,mixed:2K:60:1 \
+		--runs racks:2K:60:2,racks:5K:60:2,racks:10K:60:1,racks:20K:60:1,racks3:2K:60:2,racks3:5K:60:1,plain:XL:60:1,mixed:2K:60:2 \
 		--undecomposed racks:2K:60:1 \
-		--parts racks:2K:60:2,racks:5K:60:2,racks:10K:60:1,racks3:2K:60:2,racks3:5K:60:1,plain:XL:60:1,mixed:2K:60:1 \
+		--parts racks:2K:60:2,racks:5K:60:2,racks:10K:60:1,racks3:2K:60:2,racks3:5K:60:1,plain:XL:60:1,mixed:2K:60:2 \
 		--baseline-max-jobs 2000 --out bench/results/planner-large.md
 
 clean:
