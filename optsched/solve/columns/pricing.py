@@ -59,8 +59,9 @@ class Pricing:
         one. Partial pricing: with `enough`, the jobs are priced most promising first (the largest upper_j -
         sigma_j, what the Lagrangian bound credits the job beyond what the master pays it), in segments of
         `enough` jobs (`enough` for each process pricing at once, with a queue's workers), and pricing stops after
-        the segment where `enough` columns are found; an empty answer still means that no candidate has a
-        column."""
+        the segment where `enough` columns are found. Each job pairs its best `hosts` hosts with every extra level
+        (HOSTS_PRICED); a round that finds nothing so is priced again with every host, so an empty answer still
+        means that no candidate has a column."""
         pi = self.master.level_prices(mu, lam)
         tol = REDUCED_TOL * self.a.weight
         candidates = self.master.row >= 0 if upper is None else (upper - sigma > tol) & (self.master.row >= 0)
