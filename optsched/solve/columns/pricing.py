@@ -177,21 +177,17 @@ class BlockPricer:
         ratio = np.where(ok, pi[None, :] / np.where(ok, s_all, 1.0), np.inf)  # [J, K]
         e = min(EXTRA_LEVELS, K)
         cheap = np.argpartition(ratio, e - 1, axis=1)[:, :e] if K > e else np.broadcast_to(np.arange(K), (J, K))
-        host, on_host = front, on_front  # every frontier level may carry the serial part
+        front_s, cheap_s = np.where(on_front, s_all[rows, front], 0.0), s_all[rows, cheap]  # 0: padding
+        host, s_host = front, front_s  # every frontier level may carry the serial part
         if hosts is not None and front.shape[1] > hosts:
-            F = front.shape[1]
-            own = np.concatenate((front[:, :, None], np.broadcast_to(cheap[:, None, :], (J, F, e))), axis=2)
-            own_s = np.where(
-                np.concatenate((on_front[:, :, None], np.ones((J, F, e), dtype=bool)), axis=2),
-                s_all[rows[:, :, None], own], 0.0,
-            )
-            rated = self._single_level(jobs, sigma, pi, front, np.where(on_front, s_all[rows, front], 0.0), own, own_s)
+            F, C = front.shape[1], cheap.shape[1]
+            own = np.concatenate((front[:, :, None], np.broadcast_to(cheap[:, None, :], (J, F, C))), axis=2)
+            own_s = np.concatenate((front_s[:, :, None], np.broadcast_to(cheap_s[:, None, :], (J, F, C))), axis=2)
+            rated = self._single_level(jobs, sigma, pi, front, front_s, own, own_s)
             pick = np.argsort(-rated.reshape(J, F, -1).max(axis=2), axis=1, kind="stable")[:, :hosts]
-            host, on_host = front[rows, pick], on_front[rows, pick]
+            host, s_host = front[rows, pick], front_s[rows, pick]
         H = host.shape[1]
-        s_host = np.where(on_host, s_all[rows, host], 0.0)  # [J, H]
-        pool = np.concatenate((front, cheap), axis=1)
-        pool_s = np.where(np.concatenate((on_front, np.ones(cheap.shape, dtype=bool)), axis=1), s_all[rows, pool], 0.0)
+        pool, pool_s = np.concatenate((front, cheap), axis=1), np.concatenate((front_s, cheap_s), axis=1)
         E = pool.shape[1]
         extra = np.broadcast_to(pool[:, None, :], (J, H, E))  # [J, H, E]
         flat = self._single_level(jobs, sigma, pi, host, s_host, extra, np.broadcast_to(pool_s[:, None, :], (J, H, E)))
