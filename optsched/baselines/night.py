@@ -333,6 +333,13 @@ def conservative(
     return _run(ConservativePolicy(), queue, start, hours, restart_hours, progress)
 
 
+def reference_policies() -> list[ListPolicy]:
+    """The four baselines' policies, new ones (EASY and conservative keep their reservations from event to event):
+    the planner runs them beside its candidates as the reference it must not fall behind
+    (optsched.night.planner.choose)."""
+    return [ListPolicy("fifo", _release_order), ListPolicy("edf", _deadline_order), EasyPolicy(), ConservativePolicy()]
+
+
 NIGHT_BASELINES: dict[str, Callable[..., NightPlan]] = {
     "fifo": fifo,
     "edf": edf,
