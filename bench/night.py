@@ -1,8 +1,10 @@
 """Night planner benchmark: plan_night against FIFO, EDF, EASY and conservative backfilling on 24 seeded queues
-and 9 queues of three new families (bench/night_queues.py) and on the sample queue, with lower bounds, per queue,
-as medians, worst cases and geometric means.
+and 9 queues of three new families (bench/night_queues.py), 10 queues of a second generator
+(bench/night_queues_other.py) and the sample queue, with lower bounds, per queue, as medians, worst cases and
+geometric means.
 
-    python -m bench.night          # the whole suite: new families and small queues first, then medium, large
+    python -m bench.night          # the whole suite: new families and small queues first, then medium, large, other
+    python -m bench.night --sizes burst,wide,hardheavy,lowpower,weights --optimum-s 0   # the second generator
     python -m bench.night --sizes short,chains,halving --out /tmp/night.md
 
 Every timeline is checked with the timeline verifier; results go to bench/results/night.md. The acceptance
@@ -27,6 +29,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from bench.night_queues import FAMILY_SUITE, HOURS, SUITE, generate, lower_bounds
+from bench.night_queues_other import OTHER_FAMILIES, OTHER_HOURS, OTHER_SUITE, generate_other
 from optsched.baselines import conservative, easy, edf, fifo
 from optsched.night import NightPlan, plan_night
 from optsched.night.bound import night_bound
@@ -40,7 +43,7 @@ from optsched.verify.timeline import verify_timeline
 
 START = "2026-12-01T22:00"
 BASELINES = {"fifo": fifo, "edf": edf, "easy": easy, "conservative": conservative}
-ORDER = ("short", "chains", "halving", "small", "medium", "large")
+ORDER = ("short", "chains", "halving", "small", "medium", "large", *OTHER_FAMILIES)
 OPTIMUM_MAX_JOBS = 30
 KEYS = ("hard", "soft", "makespan", "wmct", "energy")
 
@@ -85,7 +88,7 @@ def main(argv=None) -> int:
     rows, results, optima = [], [], []
     slotted_ratios: list[tuple[float, bool]] = []
     suite = sorted(
-        (q for q in (*FAMILY_SUITE, *SUITE) if q[0] in sizes), key=lambda q: (sizes.index(q[0]), q[1])
+        (q for q in (*FAMILY_SUITE, *SUITE, *OTHER_SUITE) if q[0] in sizes), key=lambda q: (sizes.index(q[0]), q[1])
     )
     def report(sample_rows: list[str], done: bool) -> str:
         """The results page of the queues run so far (rewritten after each queue: a stopped run keeps them)."""
@@ -231,8 +234,8 @@ def main(argv=None) -> int:
         return "\n".join(lines)
 
     for size, seed in suite:
-        queue = generate(seed, size)
-        hours = HOURS[size]
+        queue = generate_other(seed, size) if size in OTHER_FAMILIES else generate(seed, size)
+        hours = OTHER_HOURS if size in OTHER_FAMILIES else HOURS[size]
         lb_makespan, lb_wmct = lower_bounds(queue)
         planner, seconds, violations = run(plan_night, queue, hours)
         optimum = slotted = None

@@ -16,6 +16,10 @@ The candidates (every one deterministic, every timeline checked by the same rule
   TIGHT_SOFT_SLACK_HOURS of slack; for queues of more than EFFICIENT_MAX_JOBS jobs (no MILP candidate, no search);
 * `dispatch-efficient`: dispatch in priority order that starts a job whenever it fits (EASY's rule) on at most
   as many devices as keep its Amdahl efficiency >= 1/2; for queues of at most EFFICIENT_MAX_JOBS jobs;
+* `dispatch-edf`, `dispatch-edf-efficient`: dispatch by effective deadline that starts a job whenever it fits, on
+  as many devices as it may use or as keep its efficiency >= 1/2; for the same queues;
+* `fifo`, `edf`, `easy`, `conservative`: the list schedulers of optsched.baselines.night, on queues of at most
+  REFERENCE_MAX_JOBS jobs when no `candidates` are named: candidates, and the reference of the final choice;
 * `dispatch-share`: under a fairness objective, dispatch in priority order on at most each job's fair share of
   the free devices (optsched.night.dispatch.fair_shares: water-filling on the progress by morning, equal shares
   after it); running jobs grow into what is left free.
@@ -30,10 +34,11 @@ The timeline kept is the best by (hard deadlines missed, jobs never run, weighte
 soft misses, soft deadlines missed, makespan, energy), the candidates' order breaking ties: a soft deadline missed
 counts as its job finishing SOFT_MISS_HOURS later, so a candidate does not win by trading soft deadlines away for a
 little weighted completion; energy is the secondary objective, deciding between timelines of equal service. Then
-`choose` lets a timeline with fewer soft misses and no worse on what ranks before weighted completion take its
-place if its weighted mean completion x (1 + SOFT_MISS_SHARE x soft misses) is lower: light jobs' misses, priced by
-their weight, are otherwise given away for very little.
-`NightPlan.chosen` names it. Under a
+`choose` keeps, among the timelines tied with the best on hard misses and jobs never run, those that meet the
+reference (no more soft misses and no larger weighted mean completion than the best list scheduler, makespan and
+energy within REFERENCE_SLACK of theirs) when any does, and among those lets a timeline with fewer soft misses
+take the best one's place if its weighted mean completion x (1 + SOFT_MISS_SHARE x soft misses) is lower: light
+jobs' misses, priced by their weight, are otherwise given away for very little. `NightPlan.chosen` names it. Under a
 fairness objective (max_min_speedup, team_max_min) the queue's fairness by morning ranks right after the jobs
 never run (after the largest rho under night_fairness finish_time): the night picks the fairest candidate, and
 the `milp` candidate's events weigh the jobs by the service they have attained (optsched.night.fairness).
@@ -358,9 +363,9 @@ def candidate_policies(
     out += [DispatchPolicy(f"dispatch-{order}", order=order) for order in DISPATCH_ORDERS]
     if every or n <= EFFICIENT_MAX_JOBS:
         out.append(DispatchPolicy("dispatch-efficient", order="priority", sizing="efficient", completion_aware=False))
-        # Earliest effective deadline first, each job starting whenever it fits: on 8 night queues of 120 jobs
-        # from a generator apart from the benchmark's, the other candidates missed 2-21 soft deadlines where EDF's
-        # list schedule missed 0-4, and each of these two met every criterion of issue 28 on 6 of the 8.
+        # Earliest effective deadline first, each job starting whenever it fits: on 8 night queues of 120 jobs from
+        # a second generator (bench/night_queues_other.py) the plan missed more soft deadlines than the best list
+        # scheduler on 5 (5-11 against 1-3); each of these two alone met every criterion of issue 28 on 6 of the 8.
         out.append(DispatchPolicy("dispatch-edf", order="deadline", completion_aware=False))
         out.append(
             DispatchPolicy("dispatch-edf-efficient", order="deadline", sizing="efficient", completion_aware=False)
