@@ -225,15 +225,9 @@ def _fastest(fleet: Fleet, j: int, free, *, top: bool, k: int | None = None, ran
     for g in groups:
         n = min(free[g], left)
         if n > 0:
-            out.append(Use(g, fleet.fastest_level(j, g) if top else _level_by_rank(fleet, g, rank), n))
+            out.append(Use(g, fleet.fastest_level(j, g) if top else fleet.level_by_rank(g, rank), n))
             left -= n
     return tuple(sorted(out))
-
-
-def _level_by_rank(fleet: Fleet, g: int, rank: int) -> int:
-    levels = fleet.queue.devices[g].power_levels
-    order = sorted(range(len(levels)), key=lambda lv: (-levels[lv].cap_w, -levels[lv].speed, lv))
-    return order[min(rank, len(order) - 1)]
 
 
 def best_now(view: View, j: int, free, uses, ends, stalled=None, most: int | None = None) -> _Option | None:
