@@ -20,6 +20,7 @@ class ModelBuilder(ABC):
     """A linear model under construction: what the constraint families and objectives may call (no solving here)."""
 
     tie_break_weight: float = 0.0  # set by the objective; see optsched.model.objectives
+    extra_objective: bool = False  # terms beside the objective's own (a re-plan's moves, say)
 
     @property
     def cut_keys(self) -> set[tuple[int, float]]:

@@ -247,4 +247,5 @@ def populate_model(
     if extra_functionality is not None:
         extra_functionality(b, data)
     extra = extra_objective.add(b, data) if extra_objective is not None else []
+    b.extra_objective = bool(extra)
     b.tie_break_weight = OBJECTIVES[data.workload.objective].add(b, data, extra)
