@@ -184,15 +184,14 @@ def plan_night(
         )
 
     timelines: list[tuple[tuple, NightPlan]] = []
-    reference: list[NightPlan] = []
     referenced = candidates is None and len(workload.jobs) <= REFERENCE_MAX_JOBS
     for k, policy in enumerate([*policies, *(reference_policies() if referenced else [])]):
         plan = night(policy)
         key = (*score(plan, workload), k)
         logger.debug("night candidate %s: %s", policy.name, key)
         timelines.append((key, plan))
-        if k >= len(policies):
-            reference.append(plan)
+    # The list schedulers ran last: their timelines are the reference.
+    reference = [plan for _, plan in timelines[len(policies):]]
 
     def best_start_order() -> tuple[int, ...] | None:
         """The start order of the best timeline so far (None before the first)."""
@@ -261,7 +260,7 @@ def choose(timelines: list[tuple[tuple, NightPlan]], reference: list[NightPlan] 
     key, plan = min(timelines, key=lambda t: t[0])
     # key = (*score, candidate): what ranks before the priced weighted completion is all but the last 5 entries.
     tied = [(k, p) for k, p in timelines if k[:-5] == key[:-5]]
-    meeting = [(k, p) for k, p in tied if reference and meets_reference(p, reference)]
+    meeting = [(k, p) for k, p in tied if meets_reference(p, reference or [])]
     if meeting:
         tied = meeting
         key, plan = min(meeting, key=lambda t: t[0])
