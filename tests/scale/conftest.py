@@ -12,6 +12,7 @@ import os
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -31,21 +32,37 @@ def token() -> str:
     return uuid.uuid4().hex[:10]
 
 
+@contextmanager
+def fresh_database(name: str) -> Iterator[str]:
+    """SQLAlchemy URL of a new database `name`, dropped afterwards."""
+    import psycopg
+
+    admin = pg_admin_url()
+    with psycopg.connect(admin, autocommit=True) as c:
+        c.execute(f'CREATE DATABASE "{name}"')
+    user = admin.split("//", 1)[1].split("@", 1)[0]
+    try:
+        yield f"postgresql+psycopg://{user}@{PG_HOST}:{PG_PORT}/{name}"
+    finally:
+        with psycopg.connect(admin, autocommit=True) as c:
+            c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture(scope="session")
 def pg_url(token) -> Iterator[str]:
     """SQLAlchemy URL of a fresh database for this session, dropped afterwards."""
     if not listening(PG_PORT):
         pytest.skip(f"no PostgreSQL on {PG_HOST}:{PG_PORT}: start it to run the scale-out tests ({HOW_TO_START})")
-    import psycopg
+    with fresh_database(f"optsched_test_{token}") as url:
+        yield url
 
-    admin = pg_admin_url()
-    name = f"optsched_test_{token}"
-    with psycopg.connect(admin, autocommit=True) as c:
-        c.execute(f'CREATE DATABASE "{name}"')
-    user = admin.split("//", 1)[1].split("@", 1)[0]
-    yield f"postgresql+psycopg://{user}@{PG_HOST}:{PG_PORT}/{name}"
-    with psycopg.connect(admin, autocommit=True) as c:
-        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+@pytest.fixture
+def private_pg_url(pg_url, token) -> Iterator[str]:
+    """A database of this test alone: the session's worker pools sweep the session's database, and a row they adopt
+    is not the test's to count (a lost row was requeued and claimed by them under load)."""
+    with fresh_database(f"optsched_test_{token}_{uuid.uuid4().hex[:6]}") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -55,22 +72,30 @@ def redis_url() -> str:
     return f"redis://{PG_HOST}:{REDIS_PORT}/{REDIS_DB}"
 
 
-@pytest.fixture(scope="session")
-def redis_cleanup(redis_url, token, pg_url) -> Iterator[list[str]]:
-    """Yields a list tests add their own queue names to; deletes every key of those queues and of the rows."""
-    from redis import Redis
+def delete_row_keys(r, url: str) -> None:
+    """Deletes the Redis keys of every row of the database at `url` (its RQ jobs, leases)."""
     from sqlalchemy import create_engine, text
 
-    queues: list[str] = [f"optsched-test-{token}"]
-    yield queues
-    r = Redis.from_url(redis_url)
-    engine = create_engine(pg_url)
+    engine = create_engine(url)
     try:
         with engine.connect() as c:
             ids = [row[0] for row in c.execute(text("SELECT id FROM plans"))]
     except Exception:  # noqa: BLE001 - no table: no rows, no jobs
         ids = []
     engine.dispose()
+    for plan_id in ids:
+        for key in r.scan_iter(match=f"*{plan_id}*", count=1000):
+            r.delete(key)
+
+
+@pytest.fixture(scope="session")
+def redis_cleanup(redis_url, token, pg_url) -> Iterator[list[str]]:
+    """Yields a list tests add their own queue names to; deletes every key of those queues and of the rows."""
+    from redis import Redis
+
+    queues: list[str] = [f"optsched-test-{token}"]
+    yield queues
+    r = Redis.from_url(redis_url)
     for name in queues:
         for member in r.smembers(f"rq:workers:{name}"):
             r.srem("rq:workers", member)
@@ -78,9 +103,7 @@ def redis_cleanup(redis_url, token, pg_url) -> Iterator[list[str]]:
         r.srem("rq:queues", f"rq:queue:{name}")
         for key in r.scan_iter(match=f"*{name}*", count=1000):
             r.delete(key)
-    for plan_id in ids:
-        for key in r.scan_iter(match=f"*{plan_id}*", count=1000):
-            r.delete(key)
+    delete_row_keys(r, pg_url)
     for key in r.scan_iter(match="rq:worker:*", count=1000):  # stopped or killed workers' expiring records
         if any(name.encode() in (r.hget(key, "queues") or b"") for name in queues):
             r.delete(key)

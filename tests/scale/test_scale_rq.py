@@ -28,7 +28,7 @@ from optsched.service.kinds import RUNNER, runner
 from optsched.testing.instances import generate
 from tests.api import fakes
 from tests.api.helpers import assert_verified, tiny_workload
-from tests.scale.conftest import LEASE_S
+from tests.scale.conftest import LEASE_S, delete_row_keys
 from tests.support.outages import session_pids
 from tests.support.polling import poll
 
@@ -153,15 +153,16 @@ def test_delete_stops_the_solve_on_the_worker_running_it(rq_app, rq_client):
 
 
 @pytest.fixture
-def private(pg_url, redis_url, private_queue, monkeypatch):
-    """A store and an RQ queue of this test alone, and the worker context bound to them."""
-    store = PlanStore(pg_url)
+def private(private_pg_url, redis_url, private_queue, monkeypatch):
+    """A store, a database and an RQ queue of this test alone, and the worker context bound to them."""
+    store = PlanStore(private_pg_url)
     ctx = rq_context.configure(store, redis_url, runner=RUNNER, queue_name=private_queue, grace_s=0.5, lease_s=LEASE_S)
     monkeypatch.setattr(rq_context, "_context", ctx)
     queue = RQQueue(store, redis_url, runner=RUNNER, queue_name=private_queue, grace_s=0.5)
     queue.start()
     yield ctx, queue
     queue.stop()
+    delete_row_keys(ctx.keys.redis, private_pg_url)
     store.close()
 
 
@@ -265,7 +266,7 @@ def test_the_sweep_does_not_take_a_live_claim_for_dead_when_its_lease_renewal_co
     key = ctx.keys.lease_key(claimed.id)
     late = Lease(claimed.attempts, job_id(claimed.id, 0), "w", os.getpid(), "h")
 
-    def still_its_claim() -> bool:  # (the sweep also adopts rows other tests left in the shared store)
+    def still_its_claim() -> bool:
         row = ctx.store.get(claimed.id)
         return row.status == JobState.solving and row.attempts == 1
 
