@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from optsched.night.engine import Decision, ProgressCallback, View, simulate
-from optsched.night.fleet import Use, Uses
+from optsched.night.fleet import Use, Uses, most_that_fit
 from optsched.night.milp import night_warnings, validate_night
 from optsched.schema.night import NightPlan, NightQueue
 from optsched.schema.tolerances import TIME_TOL_HOURS
@@ -67,7 +67,14 @@ class ListPolicy:
         job = fleet.jobs[j]
         most = job.max_devices if exactly is None else exactly
         fewest = job.min_devices if exactly is None else exactly
-        for k in range(min(most or math.inf, sum(free[g] for g in fleet.eligible_groups[j])), fewest - 1, -1):
+        upper = sum(free[g] for g in fleet.eligible_groups[j])
+        if most is not None:
+            upper = min(upper, most)
+        # Past the most devices whose draw fits now, no k fits (each device of k is one of k + 1's): skip them.
+        def fits_now(k: int) -> bool:
+            return self._fits(view, _fastest(view, j, free, k), view.t, uses, ends)
+
+        for k in range(most_that_fit(fewest, upper, fits_now), fewest - 1, -1):
             candidate = _fastest(view, j, free, k)
             end = view.t + restart + view.remaining[j] / fleet.speedup(j, candidate)
             if self._fits(view, candidate, end, uses, ends):
@@ -97,10 +104,12 @@ def _fastest(view: View, j: int, free, k: int) -> Uses:
     """Job j's k fastest devices among `free` (per group), at maximum cap."""
     fleet = view.fleet
     counts: dict[int, int] = {}
-    for g in sorted(fleet.eligible_groups[j], key=lambda g: (-fleet.speed(j, g, fleet.top_cap_level(g)), g)):
-        take = min(free[g], k - sum(counts.values()))
+    left = k
+    for g in fleet.groups_by_top_cap_speed[j]:
+        take = min(free[g], left)
         if take > 0:
             counts[g] = take
+            left -= take
     return tuple(Use(g, fleet.top_cap_level(g), n) for g, n in sorted(counts.items()))
 
 

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from optsched.night.engine import Decision, View
-from optsched.night.fleet import Fleet, Use, Uses
+from optsched.night.fleet import Fleet, Use, Uses, most_that_fit
 from optsched.schema.tolerances import TIME_TOL_HOURS
 from optsched.schema.workload import PRIORITY_WEIGHT
 
@@ -240,8 +240,18 @@ def best_now(view: View, j: int, free, uses, ends, stalled=None, most: int | Non
         return None
     n = sum(u.count for u in widest)
     ranks = max(len(fleet.queue.devices[u.group].power_levels) for u in widest)
+    draws = Draws(view, uses, ends, stalled=stalled)
+    # No more devices than fit the budgets now at the lowest caps: a start on more fits at no cap (each device of k
+    # is one of k + 1's, at the same level), and skipping them leaves the search as it was, only shorter.
+    lowest = ranks - 1
+    fewest = fleet.jobs[j].min_devices
+
+    def fits_now(k: int) -> bool:
+        option = _fastest(fleet, j, free, top=lowest == 0, k=k, rank=lowest)
+        return option is not None and draws.fit(option, view.t)
+
     best: _Option | None = None
-    for k in range(n, fleet.jobs[j].min_devices - 1, -1):
+    for k in range(most_that_fit(fewest, n, fits_now), fewest - 1, -1):
         for rank in range(ranks):  # at k devices, each lower cap is slower: the first that fits is k's best
             option = _fastest(fleet, j, free, top=rank == 0, k=k, rank=rank)
             if option is None:
@@ -251,7 +261,7 @@ def best_now(view: View, j: int, free, uses, ends, stalled=None, most: int | Non
                 if rank == 0:
                     return best  # fewer devices cannot end sooner either
                 break
-            if fits(view, option, end, uses, ends, stalled=stalled):
+            if draws.fit(option, end):
                 best = _Option(option, end)
                 if rank == 0:
                     return best
@@ -263,23 +273,44 @@ def fits(view: View, candidate: Uses, end: float, uses, ends, without: int | Non
     """The candidate's draw, with the running jobs' (but `without`'s) and that of jobs resuming after a repair
     (`stalled`, from their resumption), fits the domain budgets now and when a stalled job resumes, and the
     global budget in force now, at every window start and at every resumption before it ends."""
-    fleet = view.fleet
-    others = {i: u for i, u in uses.items() if i != without}
-    stalled = stalled or {}
-    resumes = [r.since for r in stalled.values() if view.t < r.since < end - TIME_TOL_HOURS]
-    instants = [view.t] + sorted(
-        {b for b in fleet.boundaries if view.t + TIME_TOL_HOURS < b < end - TIME_TOL_HOURS} | set(resumes)
-    )
-    for at in instants:
-        still = [u for i, u in others.items() if at == view.t or ends[i] > at + TIME_TOL_HOURS]
-        still += [r.uses for r in stalled.values() if r.since <= at + TIME_TOL_HOURS]
-        total, by_domain = fleet.power([*still, candidate])
-        if any(by_domain.get(d, 0.0) > b + 1e-9 for d, b in fleet.queue.power.domains.items()):
-            return False
-        budget = fleet.budget_at(at)
-        if budget is not None and total > budget + 1e-9:
-            return False
-    return True
+    return Draws(view, uses, ends, without=without, stalled=stalled).fit(candidate, end)
+
+
+class Draws:
+    """The draw of the running jobs (but `without`) and of the stalled ones from their resumption, at now and at
+    every later window boundary and resumption: summed once for all the allocations `fit` tries (best_now tries up
+    to devices x caps of them, and summing every running job's draw at each try was half a 120-job night's time)."""
+
+    def __init__(self, view: View, uses, ends, *, without: int | None = None, stalled=None) -> None:
+        fleet = self.fleet = view.fleet
+        self.t = view.t
+        others = {i: u for i, u in uses.items() if i != without}
+        stalled = stalled or {}
+        later = {b for b in fleet.boundaries if view.t + TIME_TOL_HOURS < b}
+        later |= {r.since for r in stalled.values() if view.t < r.since}
+        # (instant, fleet draw, draw per domain, global budget then)
+        self.instants: list[tuple[float, float, dict[str, float], float | None]] = []
+        for at in [view.t, *sorted(later)]:
+            still = [u for i, u in others.items() if at == view.t or ends[i] > at + TIME_TOL_HOURS]
+            still += [r.uses for r in stalled.values() if r.since <= at + TIME_TOL_HOURS]
+            total, by_domain = fleet.power(still)
+            self.instants.append((at, total, by_domain, fleet.budget_at(at)))
+        self.domains = fleet.queue.power.domains
+
+    def fit(self, candidate: Uses, end: float) -> bool:
+        """The candidate's draw on top fits every domain budget and the global budget at now and at each instant
+        before `end`."""
+        fleet = self.fleet
+        extra = fleet.extra_w(candidate)
+        extra_by_domain = {d: fleet.extra_w(candidate, d) for d in self.domains}
+        for at, total, by_domain, budget in self.instants:
+            if at != self.t and at >= end - TIME_TOL_HOURS:
+                break
+            if any(by_domain.get(d, 0.0) + extra_by_domain[d] > b + 1e-9 for d, b in self.domains.items()):
+                return False
+            if budget is not None and total + extra > budget + 1e-9:
+                return False
+        return True
 
 
 def grow_elastic(view: View, uses: dict[int, Uses], ends: dict[int, float], free: list[int], held) -> list[int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -177,6 +178,14 @@ class Fleet:
             for j in range(len(self.queue.jobs))
         )
 
+    @cached_property
+    def groups_by_top_cap_speed(self) -> tuple[tuple[int, ...], ...]:
+        """Each job's eligible groups, fastest at their highest cap first (the list schedulers' order)."""
+        return tuple(
+            tuple(sorted(self.eligible_groups[j], key=lambda g: (-self.speed(j, g, self.top_cap_level(g)), g)))
+            for j in range(len(self.queue.jobs))
+        )
+
     def speed(self, j: int, g: int, level: int) -> float:
         """One device's speed for job j: level speed x speed_on[model] (reference devices)."""
         return self._speeds[j][g][level]
@@ -326,3 +335,16 @@ class Fleet:
         starts = any(abs(w.from_hours - t) <= TIME_TOL_HOURS for w in self.queue.power.windows)
         ends = any(abs(w.to_hours - t) <= TIME_TOL_HOURS for w in self.queue.power.windows)
         return "change" if starts and ends else "start" if starts else "end" if ends else None
+
+
+def most_that_fit(fewest: int, most: int, fits: Callable[[int], bool]) -> int:
+    """The largest k in fewest..most with fits(k), fewest - 1 if none, for a `fits` that holds for every k below
+    one that does (bisection: log2(most - fewest) calls)."""
+    low, high = fewest - 1, most
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(mid):
+            low = mid
+        else:
+            high = mid - 1
+    return low
