@@ -148,7 +148,7 @@ def main(argv=None) -> int:
                 " `dispatch-efficient` up to 150, four `dispatch-*` orders always; the best timeline by hard misses,"
                 " never run, weighted completion, soft misses, makespan, energy is kept, then on 10-60 jobs improved by"
                 " `dispatch-search`, local search over the dispatch order, optsched/night/improve.py; `chosen` says"
-                " which)"
+                " which, and what the planning budget (20 s up to 150 jobs, 120 s beyond) cut, if anything)"
             ),
             "- best = the best baseline per metric (FIFO, EDF, EASY, conservative backfilling, each metric on its own);"
             " LB = lower bound (bench/night_queues.py)",
@@ -312,7 +312,8 @@ def main(argv=None) -> int:
                     f"{size}-{seed}",
                     f"{len(queue['jobs'])} / {sum(d['count'] for d in queue['devices'])} / {len(queue['devices'])}",
                     f"{seconds:.1f}",
-                    planner.chosen or "-",
+                    (planner.chosen or "-")
+                    + (f" (budget cut {', '.join(planner.budget_cut)})" if planner.budget_cut else ""),
                     f"{m['hard']} / {best['hard']} ({b['easy']['hard']})",
                     f"{m['soft']} / {best['soft']}",
                     f"{m['wmct']:.2f} / {best['wmct']:.2f} ({m['wmct'] / best['wmct']:.3f}; LB "

@@ -226,6 +226,10 @@ def night_command(
         float, typer.Option("--bound-time-limit", min=0.0, max=3_600.0,
                             help="Seconds for the gap to the time-indexed lower bound (0: not computed).")
     ] = 10.0,
+    budget: Annotated[
+        float | None, typer.Option("--budget", min=0.001, max=86_400.0,
+                                   help="Seconds for the planner's candidates (default: 20 up to 150 jobs, else 120).")
+    ] = None,
 ) -> None:
     """Plan the night's queue as a timeline; exit 0 if every hard deadline is met, 1 if not, 2 for invalid input."""
     import time
@@ -249,7 +253,8 @@ def night_command(
                 bar.update(task, total=p.jobs_total, completed=p.jobs_finished, t=p.t_hours)
 
             result = plan_night(queue, start=start, hours=hours, preempt=preempt, restart_hours=restart_hours,
-                                time_limit_s=time_limit, progress=progress, bound_time_limit_s=bound_time_limit)
+                                time_limit_s=time_limit, progress=progress, bound_time_limit_s=bound_time_limit,
+                                budget_s=budget)
             bar.update(task, description=f"writing {escape(str(out))}/ (timeline, segments, summary, charts)",
                        total=result.summary.jobs, completed=len(result.summary.finished_jobs_by_end_of_night),
                        t=result.summary.makespan_hours)
@@ -275,6 +280,9 @@ def night_command(
                          highlight=False)
     for warning in result.warnings:
         stderr.print("[yellow]warning:[/]", escape(warning), highlight=False)
+    if result.budget_cut:
+        stderr.print(f"[yellow]the planning budget stopped or left unrun:[/] {escape(', '.join(result.budget_cut))} "
+                     "(--budget gives it more time)", highlight=False)
     raise typer.Exit(EXIT_PLAN if result.ok else EXIT_NO_PLAN)
 
 

@@ -72,9 +72,10 @@ def local_search(
     *,
     evaluations: int = SEARCH_EVALUATIONS,
     steps: tuple[int, ...] = SEARCH_STEPS,
+    stop: Callable[[], bool] | None = None,
 ) -> tuple[tuple, NightPlan, int]:
     """The best (key, timeline) found from `order` by first-improvement insert moves (lower key wins), and the
-    timelines tried; at most `evaluations` of them."""
+    timelines tried; at most `evaluations` of them, and none after `stop()` says so (the planning budget)."""
     best_key, best_plan = evaluate(order)
     tried = 1
     improved = True
@@ -83,6 +84,8 @@ def local_search(
         for source, target in moves(len(order), steps):
             if tried >= evaluations:
                 break
+            if stop is not None and stop():
+                return best_key, best_plan, tried
             trial = moved(order, source, target)
             key, plan = evaluate(trial)
             tried += 1

@@ -75,6 +75,8 @@ DEADLINE_SLACK = 1e-7
 # Per-event solves: decisions an event apart need no tighter gap, and a gap-proven solve is reproducible.
 NIGHT_TIME_LIMIT_S = 10.0
 NIGHT_MIP_GAP = 1e-2
+# The least time limit an event's solve gets when the planning budget is nearly spent.
+MIN_EVENT_TIME_LIMIT_S = 0.05
 # A job that is not due starts only on devices giving it at least 1/SLOWDOWN_CAP of its best speed.
 SLOWDOWN_CAP = 2.0
 # With preempt, at most this many running jobs are tried as victims (one more per solve) for due jobs.
@@ -208,8 +210,11 @@ class MilpPolicy:
         elastic: bool = True,
         weighting: str = "wsrpt",
         name: str = "planner",
+        deadline: float | None = None,
     ):
         self.name = name
+        # time.monotonic() at which the planning budget ends: no event's solve runs past it (None: no budget).
+        self.deadline = deadline
         self.slowdown_cap = slowdown_cap
         self.time_limit_s = time_limit_s
         self.mip_gap = mip_gap
@@ -521,10 +526,10 @@ class MilpPolicy:
         if not derived.devices:  # every device is down or reserved and nothing runs: nothing to decide
             return _Outcome(Status.optimal, {})
         hook = derived.lookahead_hook
+        limit = self._time_limit_s()
         result = plan(
-            derived.workload(self.time_limit_s, self.mip_gap),
-            SolveOptions(time_limit_s=self.time_limit_s, mip_gap=self.mip_gap, threads=self.threads,
-                         extra_functionality=hook),
+            derived.workload(limit, self.mip_gap),
+            SolveOptions(time_limit_s=limit, mip_gap=self.mip_gap, threads=self.threads, extra_functionality=hook),
         )
         if result.status not in FEASIBLE_STATUSES:
             return _Outcome(result.status, {})
@@ -533,7 +538,14 @@ class MilpPolicy:
             return _Outcome(result.status, uses)
         # The core's answer breaks a lookahead row (its primal heuristics do not see extra rows):
         # solve the same model once more as a plain MILP, whose every solution satisfies them.
-        return derived.direct_solve(self.time_limit_s, self.mip_gap, self.threads)
+        return derived.direct_solve(self._time_limit_s(), self.mip_gap, self.threads)
+
+    def _time_limit_s(self) -> float:
+        """An event solve's time limit: the policy's, or what is left of the planning budget when that is less
+        (at least MIN_EVENT_TIME_LIMIT_S; the planner drops the candidate at its next event)."""
+        if self.deadline is None:
+            return self.time_limit_s
+        return max(MIN_EVENT_TIME_LIMIT_S, min(self.time_limit_s, self.deadline - time.monotonic()))
 
     def _fallback(self, view: View) -> dict[int, Uses]:
         """No solve gave a plan (time limits): running jobs keep their devices, at their lowest caps if budgets

@@ -30,6 +30,12 @@ schedule carried out by the engine. Then, on queues of SEARCH_MIN_JOBS..SEARCH_M
 (optsched.night.improve): the dispatch in a fixed job order, improved by local search from the best candidate's
 start order; its timeline is kept only if it beats every candidate.
 
+All of it runs within a planning budget (`budget_s`, by default NIGHT_BUDGET_S up to EFFICIENT_MAX_JOBS jobs and
+LARGE_NIGHT_BUDGET_S beyond): the dispatch candidates and the list schedulers first, the MILP candidates after
+them, then `milp-slotted` and the search; a timeline the budget ends is dropped at its next event, and
+`NightPlan.budget_cut` names what it stopped or left unrun. Each keeps its place in the candidates' order for the
+ties, so a budget that does not bind changes nothing.
+
 The timeline kept is the best by (hard deadlines missed, jobs never run, weighted mean completion priced with its
 soft misses, soft deadlines missed, makespan, energy), the candidates' order breaking ties: a soft deadline missed
 counts as its job finishing SOFT_MISS_HOURS later, so a candidate does not win by trading soft deadlines away for a
@@ -48,6 +54,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -56,10 +63,11 @@ from typing import Any
 from optsched.baselines.night import reference_policies
 from optsched.night.bound import BOUND_TIME_LIMIT_S, night_bound, with_gaps
 from optsched.night.dispatch import DispatchPolicy
-from optsched.night.engine import OnFailure, Policy, ProgressCallback, simulate
+from optsched.night.engine import Decision, OnFailure, Policy, ProgressCallback, View, simulate
 from optsched.night.fairness import night_fairness
 from optsched.night.improve import SEARCH_MAX_JOBS, SEARCH_MIN_JOBS, local_search, search_evaluations, start_order
 from optsched.night.milp import (
+    MIN_EVENT_TIME_LIMIT_S,
     NIGHT_MIP_GAP,
     NIGHT_TIME_LIMIT_S,
     SOFT_MISS_HOURS,
@@ -67,7 +75,7 @@ from optsched.night.milp import (
     night_warnings,
     validate_night,
 )
-from optsched.night.slotted import SlottedPolicy, solve_slotted
+from optsched.night.slotted import SLOTTED_TIME_LIMIT_S, SlottedPolicy, solve_slotted
 from optsched.schema.errors import FieldError, InvalidWorkload
 from optsched.schema.night import NightPlan, NightQueue
 from optsched.schema.workload import FAIR_OBJECTIVES, PRIORITY_WEIGHT, Priority, Workload
@@ -100,6 +108,11 @@ REFERENCE_MAX_JOBS = EFFICIENT_MAX_JOBS
 REFERENCE_SLACK = 0.05
 # In `choose`, a soft miss costs this share of the weighted mean completion (whatever its job's weight).
 SOFT_MISS_SHARE = 0.01
+# The planning budget by default (seconds of candidates, slotted MILP and search; the bound has its own limit): the
+# night's timelines cost 0.1-25 s each on 100 jobs, and a 120-job night plans in 20 s, a 500-job one in 2 min.
+NIGHT_BUDGET_S = 20.0
+LARGE_NIGHT_BUDGET_S = 120.0
+MAX_BUDGET_S = 86_400.0
 # The improvement phase after the candidates (optsched.night.improve): asked for by this name in `candidates`.
 SEARCH_NAME = "dispatch-search"
 # The slotted candidate (optsched.night.slotted), on queues of at most SLOTTED_MAX_JOBS jobs: its MILP's horizon is
@@ -127,8 +140,10 @@ def plan_night(
     candidates: tuple[str, ...] | None = None,
     progress: ProgressCallback | None = None,
     bound_time_limit_s: float = BOUND_TIME_LIMIT_S,
+    budget_s: float | None = None,
 ) -> NightPlan:
-    """Plan the night's queue as a timeline (deterministic). Raises InvalidWorkload; never fails for one job.
+    """Plan the night's queue as a timeline (deterministic unless `budget_s` binds). Raises InvalidWorkload; never
+    fails for one job.
 
     `queue` is a NightQueue (a plain Workload is read as one), a dict, a JSON path or JSON text; `start` a
     datetime or ISO 8601 text; `hours` the night's length. `restart_hours` is the restart cost of jobs whose
@@ -139,7 +154,10 @@ def plan_night(
     `candidates` restricts the candidate policies by name (default: all that the queue's size allows).
     `bound_time_limit_s` bounds the time spent on summary.bound, the chosen timeline's gap to the time-indexed
     lower bound (optsched.night.bound; 0: not computed, the field stays null); above its size limit it is skipped
-    with the reason.
+    with the reason. `budget_s` bounds the planning before the bound (default `night_budget_s` of the queue's size):
+    the list schedulers and dispatch candidates run first, the MILP candidates, the slotted MILP and the search
+    after them, and what the budget stops or leaves unrun is named in `budget_cut`; the first timeline always runs
+    whole. A budget that binds makes the result depend on the machine's speed.
     """
     workload, begin = validate_night(
         queue, start=start, hours=hours, restart_hours=restart_hours, time_limit_s=time_limit_s, mip_gap=mip_gap
@@ -148,12 +166,17 @@ def plan_night(
         raise InvalidWorkload([FieldError("on_failure", f"must be 'replan' or 'wait', not {on_failure!r}")])
     if not (isinstance(bound_time_limit_s, int | float) and 0 <= bound_time_limit_s <= 3_600):
         raise InvalidWorkload([FieldError("bound_time_limit_s", "must be a number of seconds in [0, 3600]")])
+    if budget_s is not None and not (
+        isinstance(budget_s, int | float) and not isinstance(budget_s, bool) and 0 < budget_s <= MAX_BUDGET_S
+    ):
+        raise InvalidWorkload([FieldError("budget_s", f"must be seconds in (0, {MAX_BUDGET_S:.0f}]")])
+    deadline = time.monotonic() + (night_budget_s(len(workload.jobs)) if budget_s is None else float(budget_s))
     given = workload.options.model_fields_set if "options" in workload.model_fields_set else set()
     if time_limit_s is None:
         time_limit_s = workload.options.time_limit_s if "time_limit_s" in given else NIGHT_TIME_LIMIT_S
     if mip_gap is None:
         mip_gap = workload.options.mip_gap if "mip_gap" in given else NIGHT_MIP_GAP
-    policies = candidate_policies(workload, hours=hours, time_limit_s=time_limit_s, mip_gap=mip_gap)
+    policies = candidate_policies(workload, hours=hours, time_limit_s=time_limit_s, mip_gap=mip_gap, deadline=deadline)
     if candidates is not None:
         unknown = sorted(set(candidates) - {*CANDIDATE_NAMES, SLOTTED_NAME, SEARCH_NAME})
         if unknown or not candidates:
@@ -165,7 +188,9 @@ def plan_night(
             raise InvalidWorkload([FieldError("candidates", message)])
         policies = [
             p
-            for p in candidate_policies(workload, hours=hours, time_limit_s=time_limit_s, mip_gap=mip_gap, every=True)
+            for p in candidate_policies(
+                workload, hours=hours, time_limit_s=time_limit_s, mip_gap=mip_gap, every=True, deadline=deadline
+            )
             if p.name in candidates
         ]
     warnings = night_warnings(workload)
@@ -184,14 +209,32 @@ def plan_night(
         )
 
     timelines: list[tuple[tuple, NightPlan]] = []
+    cut: list[str] = []  # what the budget stopped or left unrun
+
+    def within_budget(policy: Policy) -> NightPlan | None:
+        """The policy's timeline, None when the budget ends first (the first timeline always runs whole)."""
+        if not timelines:
+            return night(policy)
+        try:
+            return night(_Budgeted(policy, deadline))
+        except BudgetSpent:
+            cut.append(policy.name)
+            return None
+
     referenced = candidates is None and len(workload.jobs) <= REFERENCE_MAX_JOBS
-    for k, policy in enumerate([*policies, *(reference_policies() if referenced else [])]):
-        plan = night(policy)
+    runs = [*policies, *(reference_policies() if referenced else [])]
+    # The MILP candidates last (0.1-25 s each on 100 jobs, the others 0.1-0.6 s), `milp-soft` first among them (the
+    # night kept it on 4 of 10 100-job queues, bench/results/night-budget.md); each keeps its place k in the ties.
+    for k in sorted(range(len(runs)), key=lambda k: (isinstance(runs[k], MilpPolicy), runs[k].name != "milp-soft", k)):
+        began = time.monotonic()
+        plan = within_budget(runs[k])
+        if plan is None:
+            continue
         key = (*score(plan, workload), k)
-        logger.debug("night candidate %s: %s", policy.name, key)
+        logger.debug("night candidate %s: %s in %.2f s", runs[k].name, key, time.monotonic() - began)
         timelines.append((key, plan))
-    # The list schedulers ran last: their timelines are the reference.
-    reference = [plan for _, plan in timelines[len(policies):]]
+    # The list schedulers come after the candidates in `runs`: their timelines are the reference.
+    reference = [plan for key, plan in timelines if key[-1] >= len(policies)]
 
     def best_start_order() -> tuple[int, ...] | None:
         """The start order of the best timeline so far (None before the first)."""
@@ -202,24 +245,35 @@ def plan_night(
     slotted = len(workload.jobs) <= SLOTTED_MAX_JOBS if candidates is None else SLOTTED_NAME in candidates
     # Without a candidate that ran every job (`candidates` asked for this one alone), the night's length.
     finished = [p.summary.makespan_hours for _, p in timelines if not p.summary.never_ran] or [hours]
-    if slotted:
+    if slotted and time.monotonic() >= deadline and timelines:
+        cut.append(SLOTTED_NAME)
+    elif slotted:
         # HiGHS starts from the slotted schedule of the best candidate's start order.
         schedule = solve_slotted(
             workload,
             horizon_hours=SLOTTED_HORIZON * min(finished),
+            time_limit_s=min(SLOTTED_TIME_LIMIT_S, max(MIN_EVENT_TIME_LIMIT_S, deadline - time.monotonic())),
             restart_hours=restart_hours,
             order=best_start_order(),
             soft_miss_hours=SLOTTED_SOFT_MISS_HOURS,
         )
         logger.debug("night slotted: %s, %s", schedule.outcome.value, schedule.reason or schedule.objective)
-        if schedule.starts:
-            plan = night(SlottedPolicy(schedule, SLOTTED_NAME))
-            timelines.append(((*score(plan, workload), len(timelines)), plan))
+        plan = within_budget(SlottedPolicy(schedule, SLOTTED_NAME)) if schedule.starts else None
+        if plan is not None:
+            timelines.append(((*score(plan, workload), len(runs)), plan))
     searched = SEARCH_MIN_JOBS <= len(workload.jobs) <= SEARCH_MAX_JOBS
     search = searched if candidates is None else SEARCH_NAME in candidates
-    if search:
+    if search and time.monotonic() >= deadline and timelines:
+        cut.append(SEARCH_NAME)
+    elif search:
         ids = [job.id for job in workload.jobs]
-        order_index = len(timelines)
+        order_index = len(runs) + 1
+
+        def spent() -> bool:
+            if time.monotonic() < deadline:
+                return False
+            cut.append(SEARCH_NAME)  # stopped: the search returns its best so far and asks no more
+            return True
 
         def evaluate(order: tuple[int, ...]) -> tuple[tuple, NightPlan]:
             rank = tuple(sorted(range(len(order)), key=order.__getitem__))
@@ -227,7 +281,7 @@ def plan_night(
             return (*score(plan, workload), order_index), plan
 
         seed = best_start_order() or tuple(range(len(ids)))
-        key, plan, tried = local_search(seed, evaluate, evaluations=search_evaluations(len(ids)))
+        key, plan, tried = local_search(seed, evaluate, evaluations=search_evaluations(len(ids)), stop=spent)
         logger.debug("night search: %s after %d timelines", key, tried)
         timelines.append((key, plan))
     if not timelines:
@@ -243,7 +297,32 @@ def plan_night(
             workload, hours=hours, horizon_hours=summary.makespan_hours, time_limit_s=bound_time_limit_s, mip=False
         )
         summary = summary.model_copy(update={"bound": with_gaps(bound, summary)})
-    return chosen.model_copy(update={"policy": "planner", "chosen": chosen.policy, "summary": summary})
+    if cut:
+        logger.info("night %s: the planning budget stopped or left unrun %s", workload.name, ", ".join(cut))
+    return chosen.model_copy(
+        update={"policy": "planner", "chosen": chosen.policy, "summary": summary, "budget_cut": tuple(cut)}
+    )
+
+
+def night_budget_s(jobs: int) -> float:
+    """The planning budget by default for a queue of this many jobs (seconds)."""
+    return NIGHT_BUDGET_S if jobs <= EFFICIENT_MAX_JOBS else LARGE_NIGHT_BUDGET_S
+
+
+class BudgetSpent(Exception):
+    """The planning budget ended during a candidate's timeline: the planner drops it."""
+
+
+class _Budgeted:
+    """A policy whose timeline stops (BudgetSpent) at its first event after `deadline` (time.monotonic())."""
+
+    def __init__(self, policy: Policy, deadline: float) -> None:
+        self.policy, self.deadline, self.name = policy, deadline, policy.name
+
+    def decide(self, view: View) -> Decision:
+        if time.monotonic() >= self.deadline:
+            raise BudgetSpent(self.name)
+        return self.policy.decide(view)
 
 
 def choose(timelines: list[tuple[tuple, NightPlan]], reference: list[NightPlan] | None = None) -> NightPlan:
@@ -334,20 +413,34 @@ def priced_completion(plan: NightPlan) -> float | None:
 
 
 def candidate_policies(
-    queue: NightQueue, *, hours: float, time_limit_s: float, mip_gap: float, every: bool = False
+    queue: NightQueue,
+    *,
+    hours: float,
+    time_limit_s: float,
+    mip_gap: float,
+    every: bool = False,
+    deadline: float | None = None,
 ) -> list[Policy]:
-    """The candidate policies for this queue and a night of `hours` (by its size; `every`: all of them)."""
+    """The candidate policies for this queue and a night of `hours` (by its size; `every`: all of them); the MILP
+    candidates' event solves end by `deadline` (time.monotonic(); None: their time limit alone)."""
     n = len(queue.jobs)
     out: list[Policy] = []
     if every or n <= MILP_MAX_JOBS:
         # Under a fairness objective each event's MILP weighs the jobs by the service they have attained.
         weighting = queue.night_fairness if queue.objective in FAIR_OBJECTIVES else "wsrpt"
-        out.append(MilpPolicy(time_limit_s=time_limit_s, mip_gap=mip_gap, weighting=weighting, name="milp"))
+        out.append(
+            MilpPolicy(time_limit_s=time_limit_s, mip_gap=mip_gap, weighting=weighting, name="milp", deadline=deadline)
+        )
         soft = any(job.deadline_hours is not None and not job.is_hard for job in queue.jobs)
         if every or (soft and weighting == "wsrpt"):
             # A second MILP pricing soft deadlines: alone it gained soft misses on some bench queues and lost them
             # on others (docs/changelog.md, 2026-12-04); as a candidate the ranking keeps the better timeline.
-            out.append(MilpPolicy(time_limit_s=time_limit_s, mip_gap=mip_gap, weighting="wsrpt-soft", name="milp-soft"))
+            out.append(
+                MilpPolicy(
+                    time_limit_s=time_limit_s, mip_gap=mip_gap, weighting="wsrpt-soft", name="milp-soft",
+                    deadline=deadline,
+                )
+            )
     if every or n <= CLASSIC_MAX_JOBS:
         out.append(
             MilpPolicy(
@@ -357,6 +450,7 @@ def candidate_policies(
                 elastic=False,
                 weighting="priority",
                 name="milp-classic",
+                deadline=deadline,
             )
         )
     out += [DispatchPolicy(f"dispatch-{order}", order=order) for order in DISPATCH_ORDERS]

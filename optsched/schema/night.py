@@ -540,6 +540,11 @@ class NightPlan(_Frozen):
     events: tuple[NightEvent, ...]
     summary: NightSummary
     warnings: tuple[str, ...] = ()
+    budget_cut: tuple[str, ...] = Field(
+        default=(),
+        description="The planner's candidates its planning budget (budget_s) stopped or left unrun; where not "
+        "empty, more time may find a better night.",
+    )
 
     @property
     def ok(self) -> bool:

@@ -12,6 +12,7 @@ from optsched.infra.pool import ProcessPool
 from optsched.infra.queue import SolveTask
 from optsched.infra.store import JobState, PlanStore
 from optsched.night.bound import BOUND_TIME_LIMIT_S
+from optsched.night.planner import NIGHT_BUDGET_S
 from optsched.service.kinds import KINDS, RUNNER, budget_s, solve_task, statuses_of
 from optsched.verify.placement import verify
 from optsched.verify.timeline import verify_timeline
@@ -94,12 +95,15 @@ def test_each_kind_is_killed_only_past_its_own_wall_time_bound(tmp_path):
     plan, _ = store.create(data)
     night, _ = store.create(data, kind="night", params=NIGHT)
     default_night, _ = store.create({**data, "options": {}}, kind="night", params=NIGHT)
+    budgeted, _ = store.create(data, kind="night", params={**NIGHT, "budget_s": 5.0})
     swept, _ = store.create(data, kind="frontier", params={"budgets": None})
     given, _ = store.create(data, kind="frontier", params={"budgets": [1, 2]})
     assert budget_s(plan) == 3
-    # each job released and finished, start and end; and the summary's bound (optsched.night.bound)
-    assert budget_s(night) == 3 * (2 * 2 + 2) + BOUND_TIME_LIMIT_S
-    assert budget_s(default_night) == 10 * 6 + BOUND_TIME_LIMIT_S  # plan_night's own limit when the queue sets none
+    # the planning budget (plan_night's default for 2 jobs, or the request's), one event solve's time limit (the
+    # queue's, else plan_night's own) and the summary's bound (optsched.night.bound)
+    assert budget_s(night) == NIGHT_BUDGET_S + 3 + BOUND_TIME_LIMIT_S
+    assert budget_s(default_night) == NIGHT_BUDGET_S + 10 + BOUND_TIME_LIMIT_S
+    assert budget_s(budgeted) == 5 + 3 + BOUND_TIME_LIMIT_S
     assert budget_s(swept) == 3 * (12 + 6 + 2)
     assert budget_s(given) == 3 * (2 + 2)
     store.close()

@@ -60,7 +60,12 @@ def test_night_arguments_reach_plan_night(live):
                  .headers["Location"])
     assert final["status"] == "met", final
     assert final["night_plan"]["preempt"] is True and final["night_plan"]["restart_hours"] == 0.25
+    assert final["night_plan"]["budget_cut"] == []
     assert verify_timeline(queue, final["night_plan"]) == []
+    # A budget the first timeline spends: that timeline, whole, and every other candidate named as cut.
+    cut = poll(live, live.post("/v1/night-plans", json=night_request(queue, budget_s=1e-6)).headers["Location"])
+    assert cut["night_plan"]["chosen"] == "dispatch-priority" and "milp" in cut["night_plan"]["budget_cut"]
+    assert verify_timeline(queue, cut["night_plan"]) == []
 
 
 def test_a_queued_night_plan_has_no_chart_yet_then_is_cancelled_then_deleted(app, client):
@@ -93,6 +98,9 @@ def test_night_plan_validation_lists_every_field_with_its_path_in_the_request(cl
     assert "idle draw" in body["errors"][0]["message"]
     problem(client.post("/v1/night-plans", json=night_request(start="9999-12-31T23:00", hours=8)), 422)
     problem(client.post("/v1/night-plans", json={**night_request(), "extra": 1}), 422)
+    for budget in (0, -1, 86_401, "20"):
+        body = problem(client.post("/v1/night-plans", json=night_request(budget_s=budget)), 422)
+        assert [e["path"] for e in body["errors"]] == ["budget_s"]
     assert client.get("/v1/plans").get_json()["items"] == []  # nothing was stored
 
 

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from optsched.cli import app
 from optsched.service import outputs as files
 from optsched.verify.timeline import verify_timeline
+from tests.night.test_night_budget import ten_jobs
 from tests.night.test_night_exact import hand_queue, preemption_queue
 
 runner = CliRunner()
@@ -50,6 +51,16 @@ def test_two_runs_write_identical_bytes(tmp_path):
     assert night(tmp_path, hand_queue(), "plans/first").exit_code == 0
     assert night(tmp_path, hand_queue(), "plans/second").exit_code == 0
     assert contents(tmp_path / "plans" / "first") == contents(tmp_path / "plans" / "second")
+
+
+def test_a_budget_the_first_timeline_spends_is_said_on_stderr_and_in_the_timeline(tmp_path):
+    result = night(tmp_path, ten_jobs(), "plans/night", "--budget", "0.001")
+    assert result.exit_code in (0, 1), result.output
+    timeline = json.loads((tmp_path / "plans" / "night" / "timeline.json").read_text())
+    assert "milp" in timeline["budget_cut"] and timeline["chosen"] == "dispatch-priority"
+    assert "the planning budget stopped or left unrun:" in result.stderr and "milp" in result.stderr
+    assert verify_timeline(ten_jobs(), tmp_path / "plans" / "night") == []
+    assert "planning budget" not in night(tmp_path, hand_queue(), "plans/whole").stderr
 
 
 def test_misses_exit_1_with_the_reason_and_preemption_fixes_them(tmp_path):

@@ -11,7 +11,7 @@ from optsched.baselines import night as baselines
 from optsched.night import dispatch
 from optsched.night.fleet import most_that_fit
 from optsched.night.planner import DISPATCH_ORDERS
-from tests.night.conftest import POLICIES, night_checked
+from tests.night.conftest import night_checked
 from tests.night.night_factories import night_queues
 from tests.support.factories import device, job, workload
 

@@ -154,18 +154,20 @@ def check_at_most(value: float, settings: Mapping[str, Any], setting: str, path:
 
 
 def check_solve_budget(
-    spec: KindSpec, document: Any, params: Document, max_solve_s: float, *, path: str = ""
+    spec: KindSpec, document: Any, params: Document, max_solve_s: float, *, path: str = "", field: str | None = None
 ) -> None:
     """InvalidWorkload unless the resource's worst-case solve time (its kind's budget: time limit x the solves it
-    may run) is at most `max_solve_s`: what one request may hold a solver process for."""
+    may run, or a night's planning budget) is at most `max_solve_s`: what one request may hold a solver process
+    for. The error names `field` (a request field bounding that time), else the document's options.time_limit_s."""
     budget = spec.budget_s(document, params)
     if budget <= max_solve_s:
         return
-    where = f"{path}.options.time_limit_s" if path else "options.time_limit_s"
+    knob = "options.time_limit_s" if field is None else field
+    where = f"{path}.{knob}" if path and field is None else knob
     raise InvalidWorkload([FieldError(
         where,
-        f"this {spec.name} may hold a solver for up to {budget:,.0f} s (time limit x the solves it may run), above "
-        f"the limit of {max_solve_s:,.0f} s (OPTSCHED_MAX_SOLVE_S); lower options.time_limit_s or split the work",
+        f"this {spec.name} may hold a solver for up to {budget:,.0f} s (its time limits and the solves it may run), "
+        f"above the limit of {max_solve_s:,.0f} s (OPTSCHED_MAX_SOLVE_S); lower {knob} or split the work",
     )])
 
 

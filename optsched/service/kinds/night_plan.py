@@ -1,5 +1,5 @@
-"""Night plans: `optsched.plan_night(queue, start=..., hours=..., preempt=..., restart_hours=...)`, a night's queue
-as a timeline."""
+"""Night plans: `optsched.plan_night(queue, start=..., hours=..., preempt=..., restart_hours=..., budget_s=...)`, a
+night's queue as a timeline."""
 
 from __future__ import annotations
 
@@ -16,6 +16,13 @@ from optsched.infra.store import PlanRecord
 from optsched.night import NightPlan, plan_night, validate_night
 from optsched.night.bound import BOUND_TIME_LIMIT_S
 from optsched.night.milp import NIGHT_TIME_LIMIT_S
+from optsched.night.planner import (
+    EFFICIENT_MAX_JOBS,
+    LARGE_NIGHT_BUDGET_S,
+    MAX_BUDGET_S,
+    NIGHT_BUDGET_S,
+    night_budget_s,
+)
 from optsched.schema.errors import InvalidWorkload
 from optsched.schema.limits import check_size
 from optsched.schema.night import NightQueue, NightStatus
@@ -50,7 +57,7 @@ NIGHT_START_SCHEMA = {
 }
 _NIGHT_START = re.compile(NIGHT_START_PATTERN)
 # Request fields that are plan_night's own arguments; every other path is inside the queue.
-ARGUMENTS = ("start", "hours", "preempt", "restart_hours")
+ARGUMENTS = ("start", "hours", "preempt", "restart_hours", "budget_s")
 
 
 def _night_start(value: Any) -> Any:
@@ -68,7 +75,8 @@ StrictBool = Annotated[bool, Field(strict=True)]
 
 
 class NightPlanRequest(BaseModel):
-    """`optsched.plan_night(queue, start=..., hours=..., preempt=..., restart_hours=...)` as a request body."""
+    """`optsched.plan_night(queue, start=..., hours=..., preempt=..., restart_hours=..., budget_s=...)` as a request
+    body."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -84,6 +92,14 @@ class NightPlanRequest(BaseModel):
         le=MAX_NIGHT_HOURS,
         description="Restart cost in hours of jobs whose queue sets none (after a preemption, a move, a failure).",
     )
+    budget_s: StrictFloat | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_BUDGET_S,
+        description="Seconds the planner may spend on its candidate timelines (plan_night's budget_s; omitted: "
+        f"{NIGHT_BUDGET_S:.0f} s up to {EFFICIENT_MAX_JOBS} jobs, {LARGE_NIGHT_BUDGET_S:.0f} s beyond). What it "
+        "stops or leaves unrun is named in the night plan's budget_cut.",
+    )
 
     @model_validator(mode="after")
     def representable_end(self) -> NightPlanRequest:
@@ -95,7 +111,7 @@ class NightPlanRequest(BaseModel):
 
     def params(self) -> Document:
         """The keyword arguments of plan_night (JSON-ready, as stored with the resource)."""
-        return self.model_dump(mode="json", include={"start", "hours", "preempt", "restart_hours"})
+        return self.model_dump(mode="json", include={*ARGUMENTS}, exclude_none=True)
 
 
 def solve(task: SolveTask) -> NightPlan:
@@ -108,16 +124,14 @@ def verdict(result: NightPlan) -> str:
 
 
 def budget_s(workload: Document, params: Document) -> float:
-    """One event solve's time limit per event the night can have: each job released and finished, each power
-    window starting and ending, each device failure and its repair (NightQueue.failure_events), the start and the
-    end; and the time limit of the summary's bound."""
-    options, power = workload.get("options"), workload.get("power")
+    """The planning budget (the request's budget_s, else plan_night's default for the queue's size), one event
+    solve's time limit (the solve under way when it ends, and the first timeline, which always runs whole) and the
+    time limit of the summary's bound."""
+    options = workload.get("options")
     given = isinstance(options, dict) and "time_limit_s" in options
     per_event = time_limit_s(workload) if given else NIGHT_TIME_LIMIT_S
-    windows = (power.get("windows") or []) if isinstance(power, dict) else []
-    failures = workload.get("failures") or []
-    events = 2 * len(workload.get("jobs") or []) + 2 * len(windows) + 2 * len(failures) + 2
-    return float(per_event * events + BOUND_TIME_LIMIT_S)
+    planning = params.get("budget_s") or night_budget_s(len(workload.get("jobs") or []))
+    return float(planning + per_event + BOUND_TIME_LIMIT_S)
 
 
 def prepare(body: NightPlanRequest, raw: Any, settings: Mapping[str, Any], parent: PlanRecord | None) -> Submission:
@@ -125,7 +139,7 @@ def prepare(body: NightPlanRequest, raw: Any, settings: Mapping[str, Any], paren
     check_size(body.queue, limits_of(settings), path="queue")
     check_at_most(body.hours, settings, "MAX_NIGHT_HOURS", "hours", "hours")
     queue = raw["queue"]
-    check_solve_budget(SPEC, queue, body.params(), settings["MAX_SOLVE_S"], path="queue")
+    check_solve_budget(SPEC, queue, body.params(), settings["MAX_SOLVE_S"], path="queue", field="budget_s")
     try:
         validate_night(queue, start=body.start, hours=body.hours, restart_hours=body.restart_hours)
     except InvalidWorkload as exc:
@@ -177,7 +191,7 @@ SPEC = KindSpec(
         tag="night-plans",
         tag_description="Plan a night's queue as a timeline (optsched night).",
         submit_summary="Submit a night's queue for planning",
-        submit_description="Validates and stores the queue with start, hours, preempt and restart_hours (the "
+        submit_description="Validates and stores the queue with start, hours, preempt, restart_hours and budget_s (the "
         "arguments of `optsched.plan_night` and `optsched night`), queues it and answers 202 at once; poll `Location` "
         "until `status` is final (`met`: every hard deadline met, `missed`: a complete timeline with misses). With "
         "`Idempotency-Key`, a retried request returns the first night plan (`Idempotent-Replayed: true`).",
