@@ -141,7 +141,9 @@ def main(argv=None) -> int:
                 " jobs, 56-80 devices, 8 h; large: 500 jobs, 160-224 devices, 10 h; 3-5 catalog device types, budgets"
                 " 60-85 % of peak, domain budgets, windows, releases, `after` chains, hard and soft deadlines;"
                 " issue 28's families, 24-30 jobs: short (6 h, short jobs, tight soft deadlines), chains (chains of"
-                " 4-6 jobs), halving (the budget above idle halves for 3 h mid-night))"
+                " 4-6 jobs), halving (the budget above idle halves for 3 h mid-night)); the second generator's"
+                " families, `bench/night_queues_other.py`, 120 jobs, 8 h: burst, wide, hardheavy, lowpower, weights"
+                " (log-normal work, parallel fractions 0.3-0.99, random `after` links)"
             ),
             (
                 "- planner: `plan_night` at its defaults (candidates: `milp` and `milp-classic` up to 100 jobs,"
