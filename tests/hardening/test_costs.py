@@ -78,11 +78,12 @@ def test_a_night_that_could_hold_a_solver_for_hours_is_refused(make_app):
     queue = copy.deepcopy(NIGHT_QUEUE)
     queue["options"] = {"time_limit_s": 10.0}
     queue["jobs"] = [{"id": f"j{i}", "work_hours": 1.0, "parallel_fraction": 0.5} for i in range(200)]
-    body = {"queue": queue, "start": "2026-12-01T22:00", "hours": 168.0}
-    message = errors(client.post("/v1/night-plans", json=body))["queue.options.time_limit_s"]
-    assert "OPTSCHED_MAX_SOLVE_S" in message  # (2 x 200 jobs + 2 x 1 window + 2) events x 10 s = 4,040 s
+    body = {"queue": queue, "start": "2026-12-01T22:00", "hours": 168.0, "budget_s": 3_590.0}
+    message = errors(client.post("/v1/night-plans", json=body))["budget_s"]
+    assert "OPTSCHED_MAX_SOLVE_S" in message  # a planning budget of 3,590 s + an event's 10 s + the bound's 10 s
     assert paths(client.post("/v1/night-plans", json={**body, "hours": 169.0})) == ["hours"]
     queue["jobs"] = queue["jobs"][:20]
+    del body["budget_s"]  # the default planning budget: 20 s up to 150 jobs
     assert client.post("/v1/night-plans", json=body).status_code == 202
 
 
