@@ -543,9 +543,7 @@ class MilpPolicy:
     def _time_limit_s(self) -> float:
         """An event solve's time limit: the policy's, or what is left of the planning budget when that is less
         (at least MIN_EVENT_TIME_LIMIT_S; the planner drops the candidate at its next event)."""
-        if self.deadline is None:
-            return self.time_limit_s
-        return max(MIN_EVENT_TIME_LIMIT_S, min(self.time_limit_s, self.deadline - time.monotonic()))
+        return time_limit_within(self.time_limit_s, self.deadline)
 
     def _fallback(self, view: View) -> dict[int, Uses]:
         """No solve gave a plan (time limits): running jobs keep their devices, at their lowest caps if budgets
@@ -808,3 +806,11 @@ def _unique(name: str, taken: set[str]) -> str:
         name += "'"
     taken.add(name)
     return name
+
+
+def time_limit_within(limit_s: float, deadline: float | None) -> float:
+    """`limit_s`, or what is left until `deadline` (time.monotonic(); None: no deadline) when that is less, at least
+    MIN_EVENT_TIME_LIMIT_S: the time limit of a solve under the planning budget."""
+    if deadline is None:
+        return limit_s
+    return max(MIN_EVENT_TIME_LIMIT_S, min(limit_s, deadline - time.monotonic()))

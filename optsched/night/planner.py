@@ -67,12 +67,12 @@ from optsched.night.engine import Decision, OnFailure, Policy, ProgressCallback,
 from optsched.night.fairness import night_fairness
 from optsched.night.improve import SEARCH_MAX_JOBS, SEARCH_MIN_JOBS, local_search, search_evaluations, start_order
 from optsched.night.milp import (
-    MIN_EVENT_TIME_LIMIT_S,
     NIGHT_MIP_GAP,
     NIGHT_TIME_LIMIT_S,
     SOFT_MISS_HOURS,
     MilpPolicy,
     night_warnings,
+    time_limit_within,
     validate_night,
 )
 from optsched.night.slotted import SLOTTED_TIME_LIMIT_S, SlottedPolicy, solve_slotted
@@ -221,6 +221,14 @@ def plan_night(
             cut.append(policy.name)
             return None
 
+    def spent_before(name: str) -> bool:
+        """The budget is spent before `name` starts (noted in budget_cut); never before the first timeline. The
+        search asks before each timeline it tries and stops at the first yes, keeping its best so far."""
+        if timelines and time.monotonic() >= deadline:
+            cut.append(name)
+            return True
+        return False
+
     referenced = candidates is None and len(workload.jobs) <= REFERENCE_MAX_JOBS
     runs = [*policies, *(reference_policies() if referenced else [])]
     # The MILP candidates last (0.1-25 s each on 100 jobs, the others 0.1-0.6 s), `milp-soft` first among them (the
@@ -245,14 +253,12 @@ def plan_night(
     slotted = len(workload.jobs) <= SLOTTED_MAX_JOBS if candidates is None else SLOTTED_NAME in candidates
     # Without a candidate that ran every job (`candidates` asked for this one alone), the night's length.
     finished = [p.summary.makespan_hours for _, p in timelines if not p.summary.never_ran] or [hours]
-    if slotted and time.monotonic() >= deadline and timelines:
-        cut.append(SLOTTED_NAME)
-    elif slotted:
+    if slotted and not spent_before(SLOTTED_NAME):
         # HiGHS starts from the slotted schedule of the best candidate's start order.
         schedule = solve_slotted(
             workload,
             horizon_hours=SLOTTED_HORIZON * min(finished),
-            time_limit_s=min(SLOTTED_TIME_LIMIT_S, max(MIN_EVENT_TIME_LIMIT_S, deadline - time.monotonic())),
+            time_limit_s=time_limit_within(SLOTTED_TIME_LIMIT_S, deadline),
             restart_hours=restart_hours,
             order=best_start_order(),
             soft_miss_hours=SLOTTED_SOFT_MISS_HOURS,
@@ -263,17 +269,9 @@ def plan_night(
             timelines.append(((*score(plan, workload), len(runs)), plan))
     searched = SEARCH_MIN_JOBS <= len(workload.jobs) <= SEARCH_MAX_JOBS
     search = searched if candidates is None else SEARCH_NAME in candidates
-    if search and time.monotonic() >= deadline and timelines:
-        cut.append(SEARCH_NAME)
-    elif search:
+    if search and not spent_before(SEARCH_NAME):
         ids = [job.id for job in workload.jobs]
         order_index = len(runs) + 1
-
-        def spent() -> bool:
-            if time.monotonic() < deadline:
-                return False
-            cut.append(SEARCH_NAME)  # stopped: the search returns its best so far and asks no more
-            return True
 
         def evaluate(order: tuple[int, ...]) -> tuple[tuple, NightPlan]:
             rank = tuple(sorted(range(len(order)), key=order.__getitem__))
@@ -281,7 +279,8 @@ def plan_night(
             return (*score(plan, workload), order_index), plan
 
         seed = best_start_order() or tuple(range(len(ids)))
-        key, plan, tried = local_search(seed, evaluate, evaluations=search_evaluations(len(ids)), stop=spent)
+        key, plan, tried = local_search(seed, evaluate, evaluations=search_evaluations(len(ids)),
+                                     stop=lambda: spent_before(SEARCH_NAME))
         logger.debug("night search: %s after %d timelines", key, tried)
         timelines.append((key, plan))
     if not timelines:
