@@ -7,6 +7,10 @@ out of the order and put back `d` places earlier or later, for d in SEARCH_STEPS
 sweeping the order and keeping a move as soon as its timeline scores better (first improvement). It ends after a
 sweep that kept nothing, or after `evaluations` timelines: a count, not a clock, so the night stays deterministic.
 Every timeline it tries comes from the same engine and rules as the candidates'.
+
+The deadline repair (`repair_deadlines`) is the same kind of search with another aim: it moves only jobs that
+missed their deadline, only earlier (or to the front), and keeps a move only when the timeline misses fewer
+deadlines (hard, then jobs never run, then soft) and stays within the makespan and energy the planner allows it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ SEARCH_EVALUATIONS = 150
 SEARCH_JOB_EVALUATIONS = 4_500
 # How far an insert move takes a job (places in the order), tried in this order.
 SEARCH_STEPS = (1, 2, 4, 8)
+# The deadline repair's moves: a job that missed its deadline taken this many places earlier, tried in this order.
+REPAIR_STEPS = (1, 2, 4, 8, 16, 32, 64)
 
 def search_evaluations(jobs: int) -> int:
     """Timelines the search may try on a queue of this many jobs."""
@@ -91,4 +97,52 @@ def local_search(
             tried += 1
             if key < best_key:
                 order, best_key, best_plan, improved = trial, key, plan, True
+    return best_key, best_plan, tried
+
+
+def misses(plan: NightPlan) -> tuple[int, int, int]:
+    """(hard deadlines missed, jobs never run, soft deadlines missed): what the deadline repair lowers."""
+    s = plan.summary
+    return len(s.hard_deadlines_missed), len(s.never_ran), len(s.soft_deadlines_missed)
+
+
+def repair_deadlines(
+    order: tuple[int, ...],
+    evaluate: Callable[[tuple[int, ...]], tuple[tuple, NightPlan]],
+    jobs: list[str],
+    *,
+    evaluations: int,
+    admissible: Callable[[NightPlan], bool] = lambda plan: True,
+    stop: Callable[[], bool] | None = None,
+    steps: tuple[int, ...] = REPAIR_STEPS,
+) -> tuple[tuple, NightPlan, int]:
+    """The (key, timeline) with the fewest `misses` found from `order`, and the timelines tried. A move takes one
+    job that missed its deadline (hard ones first; `jobs` the queue's ids) `d` places earlier, for d in `steps`
+    and then to the front; the first `admissible` move with fewer misses is kept and the sweep starts again from
+    its timeline. Unlike `local_search` a move that only shortens weighted completion is not kept: the repair spends
+    its timelines on the deadlines. At most `evaluations` timelines, none after `stop()` says so."""
+    index = {job: j for j, job in enumerate(jobs)}
+    best_key, best_plan = evaluate(order)
+    tried = 1
+    improved = True
+    while improved and tried < evaluations:
+        improved = False
+        place = {j: k for k, j in enumerate(order)}
+        s = best_plan.summary
+        late = [index[job] for job in (*s.hard_deadlines_missed, *s.soft_deadlines_missed) if job in index]
+        for j in late:
+            # Each step that stays in the order, then the front (the earliest the order can take it).
+            for d in sorted({d for d in steps if d <= place[j]} | {place[j]} - {0}):
+                if tried >= evaluations:
+                    break
+                if stop is not None and stop():
+                    return best_key, best_plan, tried
+                trial = moved(order, place[j], place[j] - d)
+                key, plan = evaluate(trial)
+                tried += 1
+                if misses(plan) < misses(best_plan) and admissible(plan):
+                    order, best_key, best_plan, improved = trial, key, plan, True
+                    break
+            if improved or tried >= evaluations:
+                break
     return best_key, best_plan, tried

@@ -28,11 +28,15 @@ After them, on queues of at most SLOTTED_MAX_JOBS jobs, `milp-slotted` (optsched
 decided at once by a non-preemptive time-indexed MILP (one start per job at a slot edge, on one device type), its
 schedule carried out by the engine. Then, on queues of SEARCH_MIN_JOBS..SEARCH_MAX_JOBS jobs, `dispatch-search`
 (optsched.night.improve): the dispatch in a fixed job order, improved by local search from the best candidate's
-start order; its timeline is kept only if it beats every candidate.
+start order; its timeline is kept only if it beats every candidate. Last, on queues of REPAIR_MIN_JOBS..
+REPAIR_MAX_JOBS jobs whose best timeline so far misses a deadline, `dispatch-repair`
+(optsched.night.improve.repair_deadlines): from the dispatch candidates with the fewest misses, jobs that missed
+their deadline moved earlier in a fixed order while the night misses fewer, its makespan and energy within
+REFERENCE_SLACK of the least found; ranked like any other timeline.
 
 All of it runs within a planning budget (`budget_s`, by default NIGHT_BUDGET_S up to EFFICIENT_MAX_JOBS jobs and
 LARGE_NIGHT_BUDGET_S beyond): the dispatch candidates and the list schedulers first, the MILP candidates after
-them, then `milp-slotted` and the search; a timeline the budget ends is dropped at its next event, and
+them, then `milp-slotted`, the search and the repair; a timeline the budget ends is dropped at its next event, and
 `NightPlan.budget_cut` names what it stopped or left unrun. Each keeps its place in the candidates' order for the
 ties, so a budget that does not bind changes nothing.
 
@@ -65,7 +69,15 @@ from optsched.night.bound import BOUND_TIME_LIMIT_S, night_bound, with_gaps
 from optsched.night.dispatch import DispatchPolicy
 from optsched.night.engine import Decision, OnFailure, Policy, ProgressCallback, View, simulate
 from optsched.night.fairness import night_fairness
-from optsched.night.improve import SEARCH_MAX_JOBS, SEARCH_MIN_JOBS, local_search, search_evaluations, start_order
+from optsched.night.improve import (
+    SEARCH_MAX_JOBS,
+    SEARCH_MIN_JOBS,
+    local_search,
+    misses,
+    repair_deadlines,
+    search_evaluations,
+    start_order,
+)
 from optsched.night.milp import (
     NIGHT_MIP_GAP,
     NIGHT_TIME_LIMIT_S,
@@ -115,6 +127,16 @@ LARGE_NIGHT_BUDGET_S = 120.0
 MAX_BUDGET_S = 86_400.0
 # The improvement phase after the candidates (optsched.night.improve): asked for by this name in `candidates`.
 SEARCH_NAME = "dispatch-search"
+# Then, where the best timeline so far misses a deadline, `dispatch-repair` (optsched.night.improve.repair_deadlines)
+# from the dispatch candidates with the fewest misses (`repair_seeds`), each job starting whenever it fits (EASY's
+# rule, the one that kept lowpower-1's soft deadlines, bench/night_queues_other.py): REPAIR_EVALUATIONS timelines in
+# all, fewer on longer queues (REPAIR_JOB_EVALUATIONS / jobs: at 120 jobs a timeline costs about 0.27 s on 2 cores,
+# and 30 of them keep the night well within its 20-s budget).
+REPAIR_NAME = "dispatch-repair"
+REPAIR_MIN_JOBS = SEARCH_MIN_JOBS
+REPAIR_MAX_JOBS = EFFICIENT_MAX_JOBS
+REPAIR_EVALUATIONS = 80
+REPAIR_JOB_EVALUATIONS = 3_600
 # The slotted candidate (optsched.night.slotted), on queues of at most SLOTTED_MAX_JOBS jobs: its MILP's horizon is
 # SLOTTED_HORIZON x the shortest makespan among the candidates that ran every job.
 SLOTTED_NAME = "milp-slotted"
@@ -178,10 +200,11 @@ def plan_night(
         mip_gap = workload.options.mip_gap if "mip_gap" in given else NIGHT_MIP_GAP
     policies = candidate_policies(workload, hours=hours, time_limit_s=time_limit_s, mip_gap=mip_gap, deadline=deadline)
     if candidates is not None:
-        unknown = sorted(set(candidates) - {*CANDIDATE_NAMES, SLOTTED_NAME, SEARCH_NAME})
+        unknown = sorted(set(candidates) - {*CANDIDATE_NAMES, SLOTTED_NAME, SEARCH_NAME, REPAIR_NAME})
         if unknown or not candidates:
             message = (
-                f"unknown candidate policies {unknown}; choose from {[*CANDIDATE_NAMES, SLOTTED_NAME, SEARCH_NAME]}"
+                f"unknown candidate policies {unknown}; choose from "
+                f"{[*CANDIDATE_NAMES, SLOTTED_NAME, SEARCH_NAME, REPAIR_NAME]}"
                 if unknown
                 else "name at least one"
             )
@@ -283,6 +306,40 @@ def plan_night(
                                      stop=lambda: spent_before(SEARCH_NAME))
         logger.debug("night search: %s after %d timelines", key, tried)
         timelines.append((key, plan))
+    repaired = REPAIR_MIN_JOBS <= len(workload.jobs) <= REPAIR_MAX_JOBS
+    repair = repaired if candidates is None else REPAIR_NAME in candidates
+    if repair and timelines and any(misses(min(timelines, key=lambda t: t[0])[1])) and not spent_before(REPAIR_NAME):
+        ids = [job.id for job in workload.jobs]
+        seeds = repair_seeds(timelines, runs)
+        # A night that keeps its deadlines by running much longer, or on much more energy, than the best found is
+        # not one a user would take (hardheavy-1 of bench/night_queues_other.py: 55.3 h against 34.7 h).
+        slack = 1.0 + REFERENCE_SLACK
+        longest = slack * min(p.summary.makespan_hours for _, p in timelines)
+        costliest = slack * min(p.summary.energy_kwh for _, p in timelines)
+
+        def admissible(plan: NightPlan) -> bool:
+            return plan.summary.makespan_hours <= longest + 1e-9 and plan.summary.energy_kwh <= costliest + 1e-9
+        for policy, seed_plan in seeds:
+
+            def repaired_night(order: tuple[int, ...], policy: DispatchPolicy = policy) -> tuple[tuple, NightPlan]:
+                rank = tuple(sorted(range(len(order)), key=order.__getitem__))
+                trial = DispatchPolicy(
+                    REPAIR_NAME, order="ranked", rank=rank, sizing=policy.sizing, completion_aware=False
+                )
+                plan = night(trial, None)
+                return (*score(plan, workload), len(runs) + 2), plan
+
+            key, plan, tried = repair_deadlines(
+                start_order(seed_plan, ids),
+                repaired_night,
+                ids,
+                evaluations=min(REPAIR_EVALUATIONS, REPAIR_JOB_EVALUATIONS // len(ids)) // len(seeds),
+                admissible=admissible,
+                stop=lambda: spent_before(REPAIR_NAME),
+            )
+            logger.debug("night repair from %s: %s after %d timelines", policy.name, misses(plan), tried)
+            if admissible(plan):
+                timelines.append((key, plan))
     if not timelines:
         # Only `milp-slotted` was asked for and its model found no schedule (too large, or none ends by its
         # horizon): the night is still planned, by the first dispatch, and `chosen` says so.
@@ -301,6 +358,21 @@ def plan_night(
     return chosen.model_copy(
         update={"policy": "planner", "chosen": chosen.policy, "summary": summary, "budget_cut": tuple(cut)}
     )
+
+
+def repair_seeds(timelines: list[tuple[tuple, NightPlan]], runs: list) -> list[tuple[DispatchPolicy, NightPlan]]:
+    """The dispatch candidates the deadline repair starts from: the one with the fewest `misses` (hard first), and
+    the one with the fewest deadlines missed in all (hard and soft together) when it is another; each its best
+    key first. lowpower-1 of bench/night_queues_other.py: the first misses 0 hard and 10 soft deadlines, the second
+    (dispatch-edf) 1 and 1, and the repair from it ends at 0 and 0."""
+    ran = [(key, plan, runs[key[-1]]) for key, plan in timelines if key[-1] < len(runs)]
+    ran = [(key, plan, policy) for key, plan, policy in ran if isinstance(policy, DispatchPolicy)]
+    if not ran:
+        return []
+    fewest = min(ran, key=lambda r: (misses(r[1]), r[0]))
+    fewest_in_all = min(ran, key=lambda r: (misses(r[1])[0] + misses(r[1])[2], misses(r[1]), r[0]))
+    picked = [fewest] if fewest_in_all is fewest else [fewest, fewest_in_all]
+    return [(policy, plan) for _, plan, policy in picked]
 
 
 def night_budget_s(jobs: int) -> float:

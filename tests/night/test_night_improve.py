@@ -1,13 +1,24 @@
 """The improvement phase (optsched/night/improve.py): insert moves, the search's stopping rules, and a queue where
-it beats every dispatch order it starts from."""
+it beats every dispatch order it starts from; the deadline repair's moves and rules, and a queue where it keeps a
+hard deadline no dispatch order keeps."""
 
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from optsched.night.improve import local_search, moved, moves, search_evaluations, start_order
+from optsched.night.improve import (
+    local_search,
+    misses,
+    moved,
+    moves,
+    repair_deadlines,
+    search_evaluations,
+    start_order,
+)
 from optsched.night.planner import score
 from tests.night.conftest import night_checked
 from tests.support.factories import device, job, workload
@@ -60,3 +71,51 @@ def test_the_search_beats_every_dispatch_order_on_soft_deadlines():
     assert score(plan) < score(best)
     # It started from the best order's starts, and keeps a timeline whose start order is a permutation of the jobs.
     assert sorted(start_order(plan, [f"j{k}" for k in range(10)])) == list(range(10))
+
+
+DEADLINES = {"j0": 1, "j1": 2, "j2": 4, "j3": 4}  # job j at place k of the order ends at k + 1
+IDS = list(DEADLINES)
+
+
+def one_machine(order: tuple[int, ...]) -> tuple[tuple, Any]:
+    """Key and a stand-in timeline: the jobs one after another in the order, every miss a hard one."""
+    late = tuple(IDS[j] for k, j in enumerate(order) if k + 1 > DEADLINES[IDS[j]])
+    summary = SimpleNamespace(hard_deadlines_missed=late, never_ran=(), soft_deadlines_missed=())
+    return (len(late), order), SimpleNamespace(summary=summary, order=order)
+
+
+def test_the_repair_moves_late_jobs_earlier_until_none_is_late():
+    # (2, 3, 0, 1): j0 and j1 late. j0 one place earlier misses as many, two places earlier (0, 2, 3, 1) leaves
+    # j1 late; j1 one place earlier is still late, two places earlier gives the sorted order: 5 timelines in all.
+    key, plan, tried = repair_deadlines((2, 3, 0, 1), one_machine, IDS, evaluations=100)
+    assert plan.order == (0, 1, 2, 3) and misses(plan) == (0, 0, 0) and tried == 5
+    # Nothing admissible: the start is kept. Its count and the budget's stop end it early.
+    _, plan, _ = repair_deadlines((2, 3, 0, 1), one_machine, IDS, evaluations=100, admissible=lambda p: False)
+    assert plan.order == (2, 3, 0, 1)
+    assert repair_deadlines((2, 3, 0, 1), one_machine, IDS, evaluations=2)[2] == 2
+    assert repair_deadlines((2, 3, 0, 1), one_machine, IDS, evaluations=100, stop=lambda: True)[2] == 1
+
+
+def deadline_queue(seed: int) -> dict:
+    """12 jobs on 3 devices, most with a deadline, a third high priority (hard), some released later (seeded)."""
+    rng = random.Random(seed)
+    jobs = []
+    for k in range(12):
+        extra: dict[str, Any] = {"priority": rng.choice(["normal", "normal", "high"]), "weight": rng.choice([1.0, 2.0])}
+        if rng.random() < 0.7:
+            extra["deadline_hours"] = rng.choice([1.0, 1.5, 2.0, 3.0, 4.0])
+        if rng.random() < 0.3:
+            extra["release_hours"] = rng.choice([0.5, 1.0])
+        jobs.append(job(f"j{k}", work=rng.choice([0.5, 1.0, 1.5, 2.0]), p=0.5, max_devices=2, **extra))
+    return workload([device("g", "fast", 3, [(100.0, 1.0)])], jobs)
+
+
+@pytest.mark.slow
+def test_the_repair_keeps_a_hard_deadline_every_dispatch_order_misses():
+    """Seed 12: the best dispatch order (dispatch-wspt) misses 3 hard deadlines, the repair from it 2, at the same
+    weighted completion (3.203 h; measured, the test asserts fewer misses and a verified timeline)."""
+    candidates = (*DISPATCH, "dispatch-edf")
+    best = night_checked(deadline_queue(12), candidates=candidates)
+    plan = night_checked(deadline_queue(12), candidates=(*candidates, "dispatch-repair"))
+    assert plan.chosen == "dispatch-repair" and best.chosen in candidates
+    assert misses(plan) < misses(best)
