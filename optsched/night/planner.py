@@ -74,7 +74,9 @@ from optsched.night.improve import (
     SEARCH_MIN_JOBS,
     local_search,
     misses,
+    ranks,
     repair_deadlines,
+    repair_evaluations,
     search_evaluations,
     start_order,
 )
@@ -129,14 +131,11 @@ MAX_BUDGET_S = 86_400.0
 SEARCH_NAME = "dispatch-search"
 # Then, where the best timeline so far misses a deadline, `dispatch-repair` (optsched.night.improve.repair_deadlines)
 # from the dispatch candidates with the fewest misses (`repair_seeds`), each job starting whenever it fits (EASY's
-# rule, the one that kept lowpower-1's soft deadlines, bench/night_queues_other.py): REPAIR_EVALUATIONS timelines in
-# all, fewer on longer queues (REPAIR_JOB_EVALUATIONS / jobs: at 120 jobs a timeline costs about 0.27 s on 2 cores,
-# and 30 of them keep the night well within its 20-s budget).
+# rule, the one that kept lowpower-1's soft deadlines, bench/night_queues_other.py), `repair_evaluations` timelines
+# in all.
 REPAIR_NAME = "dispatch-repair"
 REPAIR_MIN_JOBS = SEARCH_MIN_JOBS
 REPAIR_MAX_JOBS = EFFICIENT_MAX_JOBS
-REPAIR_EVALUATIONS = 80
-REPAIR_JOB_EVALUATIONS = 3_600
 # The slotted candidate (optsched.night.slotted), on queues of at most SLOTTED_MAX_JOBS jobs: its MILP's horizon is
 # SLOTTED_HORIZON x the shortest makespan among the candidates that ran every job.
 SLOTTED_NAME = "milp-slotted"
@@ -292,13 +291,12 @@ def plan_night(
             timelines.append(((*score(plan, workload), len(runs)), plan))
     searched = SEARCH_MIN_JOBS <= len(workload.jobs) <= SEARCH_MAX_JOBS
     search = searched if candidates is None else SEARCH_NAME in candidates
+    ids = [job.id for job in workload.jobs]
     if search and not spent_before(SEARCH_NAME):
-        ids = [job.id for job in workload.jobs]
         order_index = len(runs) + 1
 
         def evaluate(order: tuple[int, ...]) -> tuple[tuple, NightPlan]:
-            rank = tuple(sorted(range(len(order)), key=order.__getitem__))
-            plan = night(DispatchPolicy(SEARCH_NAME, order="ranked", rank=rank), None)
+            plan = night(DispatchPolicy(SEARCH_NAME, order="ranked", rank=ranks(order)), None)
             return (*score(plan, workload), order_index), plan
 
         seed = best_start_order() or tuple(range(len(ids)))
@@ -309,7 +307,6 @@ def plan_night(
     repaired = REPAIR_MIN_JOBS <= len(workload.jobs) <= REPAIR_MAX_JOBS
     repair = repaired if candidates is None else REPAIR_NAME in candidates
     if repair and timelines and any(misses(min(timelines, key=lambda t: t[0])[1])) and not spent_before(REPAIR_NAME):
-        ids = [job.id for job in workload.jobs]
         seeds = repair_seeds(timelines, runs)
         # A night that keeps its deadlines by running much longer, or on much more energy, than the best found is
         # not one a user would take (hardheavy-1 of bench/night_queues_other.py: 55.3 h against 34.7 h).
@@ -319,12 +316,12 @@ def plan_night(
 
         def admissible(plan: NightPlan) -> bool:
             return plan.summary.makespan_hours <= longest + 1e-9 and plan.summary.energy_kwh <= costliest + 1e-9
+
         for policy, seed_plan in seeds:
 
             def repaired_night(order: tuple[int, ...], policy: DispatchPolicy = policy) -> tuple[tuple, NightPlan]:
-                rank = tuple(sorted(range(len(order)), key=order.__getitem__))
                 trial = DispatchPolicy(
-                    REPAIR_NAME, order="ranked", rank=rank, sizing=policy.sizing, completion_aware=False
+                    REPAIR_NAME, order="ranked", rank=ranks(order), sizing=policy.sizing, completion_aware=False
                 )
                 plan = night(trial, None)
                 return (*score(plan, workload), len(runs) + 2), plan
@@ -333,7 +330,7 @@ def plan_night(
                 start_order(seed_plan, ids),
                 repaired_night,
                 ids,
-                evaluations=min(REPAIR_EVALUATIONS, REPAIR_JOB_EVALUATIONS // len(ids)) // len(seeds),
+                evaluations=repair_evaluations(len(ids)) // len(seeds),
                 admissible=admissible,
                 stop=lambda: spent_before(REPAIR_NAME),
             )

@@ -15,7 +15,9 @@ from optsched.night.improve import (
     misses,
     moved,
     moves,
+    ranks,
     repair_deadlines,
+    repair_evaluations,
     search_evaluations,
     start_order,
 )
@@ -32,6 +34,8 @@ def test_insert_moves_and_their_sweeps():
     # d = 1 once per neighbour pair, then d = 2 both ways.
     assert moves(4, (1, 2)) == [(1, 0), (2, 1), (3, 2), (0, 2), (1, 3), (2, 0), (3, 1)]
     assert search_evaluations(30) == 150 and search_evaluations(60) == 75
+    assert repair_evaluations(30) == 80 and repair_evaluations(120) == 30
+    assert ranks((2, 0, 1)) == (1, 2, 0)  # job 0 at place 1, job 1 at place 2, job 2 first
 
 
 def inversions(order: tuple[int, ...]) -> tuple[tuple, None]:
