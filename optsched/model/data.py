@@ -316,7 +316,8 @@ def deadline_coefficients(a: Arrays, job: np.ndarray, speed: np.ndarray) -> np.n
     float operations in the same order, so the same values)."""
     p, work, deadline = a.p[job], a.work[job], a.deadline[job]
     out = np.zeros(len(job))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # An extreme deadline over a tiny work overflows to inf: no deadline row binds, which is what it means.
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ratio = deadline / work
         slack = ratio - (1.0 - p) / speed
         parallel = p / slack
