@@ -143,10 +143,9 @@ def repair_deadlines(
         improved = False
         place = {j: k for k, j in enumerate(order)}
         s = best_plan.summary
-        late = [index[job] for job in (*s.hard_deadlines_missed, *s.soft_deadlines_missed) if job in index]
-        for j in late:
+        for j in [index[job] for job in (*s.hard_deadlines_missed, *s.soft_deadlines_missed)]:
             # Each step that stays in the order, then the front (the earliest the order can take it).
-            for d in sorted({d for d in steps if d <= place[j]} | {place[j]} - {0}):
+            for d in sorted(({d for d in steps if d <= place[j]} | {place[j]}) - {0}):
                 if tried >= evaluations:
                     break
                 if stop is not None and stop():

@@ -146,6 +146,8 @@ SLOTTED_HORIZON = 1.2
 # bench/night_queues.py at 10 s: priced at 1 h, 1.329 h with 4 soft misses (the best baseline misses 3); at 3 h,
 # 1.393 h with 2; at 10 h, 1.509 h with 2.
 SLOTTED_SOFT_MISS_HOURS = 3.0
+# What `candidates` may name: the candidate policies and the phases after them.
+ASKABLE_NAMES = (*CANDIDATE_NAMES, SLOTTED_NAME, SEARCH_NAME, REPAIR_NAME)
 
 
 def plan_night(
@@ -199,13 +201,10 @@ def plan_night(
         mip_gap = workload.options.mip_gap if "mip_gap" in given else NIGHT_MIP_GAP
     policies = candidate_policies(workload, hours=hours, time_limit_s=time_limit_s, mip_gap=mip_gap, deadline=deadline)
     if candidates is not None:
-        unknown = sorted(set(candidates) - {*CANDIDATE_NAMES, SLOTTED_NAME, SEARCH_NAME, REPAIR_NAME})
+        unknown = sorted(set(candidates) - set(ASKABLE_NAMES))
         if unknown or not candidates:
-            message = (
-                f"unknown candidate policies {unknown}; choose from "
-                f"{[*CANDIDATE_NAMES, SLOTTED_NAME, SEARCH_NAME, REPAIR_NAME]}"
-                if unknown
-                else "name at least one"
+            message = f"unknown candidate policies {unknown}; choose from {list(ASKABLE_NAMES)}" if unknown else (
+                "name at least one"
             )
             raise InvalidWorkload([FieldError("candidates", message)])
         policies = [
@@ -230,6 +229,7 @@ def plan_night(
             warnings=warnings,
         )
 
+    ids = [job.id for job in workload.jobs]
     timelines: list[tuple[tuple, NightPlan]] = []
     cut: list[str] = []  # what the budget stopped or left unrun
 
@@ -270,9 +270,13 @@ def plan_night(
         """The start order of the best timeline so far (None before the first)."""
         if not timelines:
             return None
-        return start_order(min(timelines, key=lambda t: t[0])[1], [job.id for job in workload.jobs])
+        return start_order(min(timelines, key=lambda t: t[0])[1], ids)
 
-    slotted = len(workload.jobs) <= SLOTTED_MAX_JOBS if candidates is None else SLOTTED_NAME in candidates
+    def asked(name: str, by_size: bool) -> bool:
+        """Whether the phase `name` runs: by the queue's size, or, with `candidates` named, when it is one of them."""
+        return by_size if candidates is None else name in candidates
+
+    slotted = asked(SLOTTED_NAME, len(workload.jobs) <= SLOTTED_MAX_JOBS)
     # Without a candidate that ran every job (`candidates` asked for this one alone), the night's length.
     finished = [p.summary.makespan_hours for _, p in timelines if not p.summary.never_ran] or [hours]
     if slotted and not spent_before(SLOTTED_NAME):
@@ -289,9 +293,7 @@ def plan_night(
         plan = within_budget(SlottedPolicy(schedule, SLOTTED_NAME)) if schedule.starts else None
         if plan is not None:
             timelines.append(((*score(plan, workload), len(runs)), plan))
-    searched = SEARCH_MIN_JOBS <= len(workload.jobs) <= SEARCH_MAX_JOBS
-    search = searched if candidates is None else SEARCH_NAME in candidates
-    ids = [job.id for job in workload.jobs]
+    search = asked(SEARCH_NAME, SEARCH_MIN_JOBS <= len(workload.jobs) <= SEARCH_MAX_JOBS)
     if search and not spent_before(SEARCH_NAME):
         order_index = len(runs) + 1
 
@@ -304,8 +306,7 @@ def plan_night(
                                      stop=lambda: spent_before(SEARCH_NAME))
         logger.debug("night search: %s after %d timelines", key, tried)
         timelines.append((key, plan))
-    repaired = REPAIR_MIN_JOBS <= len(workload.jobs) <= REPAIR_MAX_JOBS
-    repair = repaired if candidates is None else REPAIR_NAME in candidates
+    repair = asked(REPAIR_NAME, REPAIR_MIN_JOBS <= len(workload.jobs) <= REPAIR_MAX_JOBS)
     if repair and timelines and any(misses(min(timelines, key=lambda t: t[0])[1])) and not spent_before(REPAIR_NAME):
         seeds = repair_seeds(timelines, runs)
         # A night that keeps its deadlines by running much longer, or on much more energy, than the best found is
