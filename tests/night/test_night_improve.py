@@ -4,6 +4,7 @@ hard deadline no dispatch order keeps."""
 
 from __future__ import annotations
 
+import functools
 import random
 from types import SimpleNamespace
 from typing import Any
@@ -21,7 +22,8 @@ from optsched.night.improve import (
     search_evaluations,
     start_order,
 )
-from optsched.night.planner import score
+from optsched.night.planner import hopeless_deadlines, score
+from optsched.schema.night import NightQueue
 from tests.night.conftest import night_checked
 from tests.support.factories import device, job, workload
 
@@ -81,23 +83,55 @@ DEADLINES = {"j0": 1, "j1": 2, "j2": 4, "j3": 4}  # job j at place k of the orde
 IDS = list(DEADLINES)
 
 
-def one_machine(order: tuple[int, ...]) -> tuple[tuple, Any]:
-    """Key and a stand-in timeline: the jobs one after another in the order, every miss a hard one."""
+def one_machine(order: tuple[int, ...], guessing: bool = True) -> tuple[tuple, Any]:
+    """Key and a stand-in timeline: the jobs one after another in the order (the job at place k from k to k + 1
+    hours), every miss a hard one; without `guessing` the timeline tells no times (`in_time` has nothing to go on)."""
     late = tuple(IDS[j] for k, j in enumerate(order) if k + 1 > DEADLINES[IDS[j]])
     summary = SimpleNamespace(hard_deadlines_missed=late, never_ran=(), soft_deadlines_missed=())
-    return (len(late), order), SimpleNamespace(summary=summary, order=order)
+    jobs = [
+        SimpleNamespace(job=IDS[j], start_hours=k if guessing else None, finish_hours=k + 1,
+                        deadline_hours=DEADLINES[IDS[j]])
+        for k, j in enumerate(order)
+    ]
+    return (len(late), order), SimpleNamespace(summary=summary, order=order, jobs=jobs)
 
 
 def test_the_repair_moves_late_jobs_earlier_until_none_is_late():
-    # (2, 3, 0, 1): j0 and j1 late. j0 one place earlier misses as many, two places earlier (0, 2, 3, 1) leaves
-    # j1 late; j1 one place earlier is still late, two places earlier gives the sorted order: 5 timelines in all.
+    # (2, 3, 0, 1): j0 and j1 late. j0 ends 2 h late from its start at 2 h: the job starting at 0 h is j2, so
+    # it goes first (0, 2, 3, 1); j1 then ends 2 h late from 3 h, and goes before j2, which started at 1 h: 3
+    # timelines in all.
     key, plan, tried = repair_deadlines((2, 3, 0, 1), one_machine, IDS, evaluations=100)
-    assert plan.order == (0, 1, 2, 3) and misses(plan) == (0, 0, 0) and tried == 5
+    assert plan.order == (0, 1, 2, 3) and misses(plan) == (0, 0, 0) and tried == 3
+    # Without times to guess from, the steps alone: j0 one place earlier misses as many, two places earlier
+    # (0, 2, 3, 1) leaves j1 late; j1 one place earlier is still late, two places earlier gives the sorted order.
+    stepping = functools.partial(one_machine, guessing=False)
+    key, plan, tried = repair_deadlines((2, 3, 0, 1), stepping, IDS, evaluations=100)
+    assert plan.order == (0, 1, 2, 3) and tried == 5
+    # A hopeless job is not moved: with j0 so, only j1's moves are tried, and j0 stays late.
+    _, plan, _ = repair_deadlines((2, 3, 0, 1), stepping, IDS, evaluations=100, hopeless=frozenset({"j0"}))
+    assert misses(plan) == (1, 0, 0) and plan.summary.hard_deadlines_missed == ("j0",)
     # Nothing admissible: the start is kept. Its count and the budget's stop end it early.
     _, plan, _ = repair_deadlines((2, 3, 0, 1), one_machine, IDS, evaluations=100, admissible=lambda p: False)
     assert plan.order == (2, 3, 0, 1)
+    # From an inadmissible start, a move that makes the timeline admissible is kept even without fewer misses:
+    # only orders with j0 second are admissible here; j0 one place earlier, (2, 0, 3, 1), misses as many and is
+    # kept; from there no admissible move misses fewer.
+    _, plan, _ = repair_deadlines((2, 3, 0, 1), stepping, IDS, evaluations=100, admissible=lambda p: p.order[1] == 0)
+    assert plan.order == (2, 0, 3, 1) and misses(plan) == (2, 0, 0)
     assert repair_deadlines((2, 3, 0, 1), one_machine, IDS, evaluations=2)[2] == 2
     assert repair_deadlines((2, 3, 0, 1), one_machine, IDS, evaluations=100, stop=lambda: True)[2] == 1
+
+
+def test_a_deadline_no_order_can_keep_is_hopeless_and_one_within_reach_is_not():
+    # On 2 devices of speed 2 at p = 0.5, S(2 devices) = 1 / (0.5 / 2 + 0.5 / 4) = 8 / 3: 4 h of work take 1.5 h.
+    queue = NightQueue.load(workload([device("g", "fast", 2, [(100.0, 2.0)])], [
+        job("late", work=4.0, p=0.5, deadline_hours=1.4),  # 1.5 h at best: hopeless
+        job("just", work=4.0, p=0.5, deadline_hours=1.6),  # within reach alone
+        job("after", work=4.0, p=0.5, release_hours=0.5, deadline_hours=1.9),  # released at 0.5 h: 2.0 h at best
+        job("free", work=4.0, p=0.5),  # no deadline
+        job("one", work=4.0, p=0.5, max_devices=1, deadline_hours=2.5),  # one device: 2.0 h, within reach
+    ]))
+    assert hopeless_deadlines(queue) == frozenset({"late", "after"})
 
 
 def deadline_queue(seed: int) -> dict:
