@@ -130,6 +130,7 @@ def repair_deadlines(
     stop: Callable[[], bool] | None = None,
     steps: tuple[int, ...] = REPAIR_STEPS,
     hopeless: frozenset[str] = frozenset(),
+    first: tuple[tuple, NightPlan] | None = None,
 ) -> tuple[tuple, NightPlan, int]:
     """The (key, timeline) with the fewest `misses` found from `order`, and the timelines tried. A move takes one
     job that missed its deadline (hard ones first; `jobs` the queue's ids) to the place `in_time` guesses, then
@@ -137,9 +138,9 @@ def repair_deadlines(
     with fewer misses (or makes an inadmissible one admissible) is kept and the sweep starts again from its
     timeline. Jobs in `hopeless` (whose deadline no order can meet) are not moved. Unlike `local_search` a move
     that only shortens weighted completion is not kept: the repair spends its timelines on the deadlines. At most
-    `evaluations` timelines, none after `stop()` says so."""
+    `evaluations` timelines (`first`, when given, is `order`'s, counted as one), none after `stop()` says so."""
     index = {job: j for j, job in enumerate(jobs)}
-    best_key, best_plan = evaluate(order)
+    best_key, best_plan = evaluate(order) if first is None else first
     tried = 1
     improved = True
     while improved and tried < evaluations:

@@ -102,6 +102,15 @@ def test_the_repair_moves_late_jobs_earlier_until_none_is_late():
     # timelines in all.
     key, plan, tried = repair_deadlines((2, 3, 0, 1), one_machine, IDS, evaluations=100)
     assert plan.order == (0, 1, 2, 3) and misses(plan) == (0, 0, 0) and tried == 3
+    # The start's timeline given (`first`) is counted, not computed again.
+    computed: list[tuple[int, ...]] = []
+
+    def counting(order: tuple[int, ...]) -> tuple[tuple, Any]:
+        computed.append(order)
+        return one_machine(order)
+
+    _, plan, tried = repair_deadlines((2, 3, 0, 1), counting, IDS, evaluations=100, first=one_machine((2, 3, 0, 1)))
+    assert plan.order == (0, 1, 2, 3) and tried == 3 and computed == [(0, 2, 3, 1), (0, 1, 2, 3)]
     # Without times to guess from, the steps alone: j0 one place earlier misses as many, two places earlier
     # (0, 2, 3, 1) leaves j1 late; j1 one place earlier is still late, two places earlier gives the sorted order.
     stepping = functools.partial(one_machine, guessing=False)
