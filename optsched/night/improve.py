@@ -10,14 +10,15 @@ Every timeline it tries comes from the same engine and rules as the candidates'.
 
 The deadline repair (`repair_deadlines`) is the same kind of search with another aim: it moves only jobs that
 missed their deadline, only earlier (or to the front), and keeps a move only when the timeline misses fewer
-deadlines (hard, then jobs never run, then soft) and stays within the makespan and energy the planner allows it.
+deadlines (hard, then jobs never run, then soft), or is the first within the makespan and energy the planner
+allows it, and stays within them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
-from optsched.schema.night import NightPlan
+from optsched.schema.night import JobTimeline, NightPlan
 
 # Queues with more jobs skip the search: a dispatch timeline of 55 jobs costs 0.25 s on 2 cores, 0.03-0.08 s at
 # 30 jobs (bench/results/night.md), and the 61-job sample night must not plan slower.
@@ -146,12 +147,13 @@ def repair_deadlines(
     while improved and tried < evaluations:
         improved = False
         place = {j: k for k, j in enumerate(order)}
+        where = {t.job: t for t in best_plan.jobs}
         s = best_plan.summary
         late = [job for job in (*s.hard_deadlines_missed, *s.soft_deadlines_missed) if job not in hopeless]
         for j in [index[job] for job in late]:
             # The place from which it would start in time first, then each step that stays in the order, then
             # the front (the earliest the order can take it).
-            aimed = in_time(order, best_plan, jobs, j)
+            aimed = in_time(order, where, jobs, j)
             nearer = sorted(({place[j] - d for d in steps if d <= place[j]} | {0}) - {aimed, place[j]}, reverse=True)
             for target in ([] if aimed is None or aimed >= place[j] else [aimed]) + nearer:
                 if tried >= evaluations:
@@ -169,13 +171,12 @@ def repair_deadlines(
     return best_key, best_plan, tried
 
 
-def in_time(order: tuple[int, ...], plan: NightPlan, jobs: list[str], j: int) -> int | None:
-    """The place in `order` from which job j (late in `plan`) would start in time: before the first job that
-    started no earlier than j's start less its lateness (finish - deadline); None when j never ran or has no
-    deadline. A guess (the jobs it passes shift too), tried before the fixed steps: with it the planner's night of
-    lowpower-1 (bench/night_queues_other.py) misses no soft deadline, without it one; on hardheavy-1, small-6 and
-    wide-1 it changed no miss."""
-    where = {t.job: t for t in plan.jobs}
+def in_time(order: tuple[int, ...], where: Mapping[str, JobTimeline], jobs: list[str], j: int) -> int | None:
+    """The place in `order` from which job j would start in time, `where` the timeline's jobs by id (j late in it):
+    before the first job that started no earlier than j's start less its lateness (finish - deadline); None when
+    j never ran or has no deadline. A guess (the jobs it passes shift too), tried before the fixed steps: with it
+    the planner's night of lowpower-1 (bench/night_queues_other.py) misses no soft deadline, without it one; on
+    hardheavy-1, small-6 and wide-1 it changed no miss."""
     late = where.get(jobs[j])
     if late is None or late.start_hours is None or late.finish_hours is None or late.deadline_hours is None:
         return None

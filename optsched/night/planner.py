@@ -32,7 +32,7 @@ start order; its timeline is kept only if it beats every candidate. Last, on que
 REPAIR_MAX_JOBS jobs whose best timeline so far misses a deadline, `dispatch-repair`
 (optsched.night.improve.repair_deadlines): from the dispatch candidates with the fewest misses, jobs that missed
 their deadline moved earlier in a fixed order while the night misses fewer, its makespan and energy within
-REFERENCE_SLACK of the least found; ranked like any other timeline.
+REFERENCE_SLACK of the least found or of its starting candidate's; ranked like any other timeline.
 
 All of it runs within a planning budget (`budget_s`, by default NIGHT_BUDGET_S up to EFFICIENT_MAX_JOBS jobs and
 LARGE_NIGHT_BUDGET_S beyond): the dispatch candidates and the list schedulers first, the MILP candidates after
@@ -132,9 +132,8 @@ MAX_BUDGET_S = 86_400.0
 # The improvement phase after the candidates (optsched.night.improve): asked for by this name in `candidates`.
 SEARCH_NAME = "dispatch-search"
 # Then, where the best timeline so far misses a deadline, `dispatch-repair` (optsched.night.improve.repair_deadlines)
-# from the dispatch candidates with the fewest misses (`repair_seeds`), each job starting whenever it fits (EASY's
-# rule, the one that kept lowpower-1's soft deadlines, bench/night_queues_other.py), `repair_evaluations` timelines
-# in all.
+# from the dispatch candidates with the fewest misses (`repair_seeds`), each under the start rule that replays its
+# start order better, `repair_evaluations` timelines in all.
 REPAIR_NAME = "dispatch-repair"
 REPAIR_MIN_JOBS = SEARCH_MIN_JOBS
 REPAIR_MAX_JOBS = EFFICIENT_MAX_JOBS
@@ -274,6 +273,14 @@ def plan_night(
             return None
         return start_order(min(timelines, key=lambda t: t[0])[1], ids)
 
+    def ranked(
+        name: str, index: int, order: tuple[int, ...], sizing: str = "most", aware: bool = True
+    ) -> tuple[tuple, NightPlan]:
+        """The dispatch's timeline in a fixed job order (the search's and the repair's), with its key."""
+        trial = DispatchPolicy(name, order="ranked", rank=ranks(order), sizing=sizing, completion_aware=aware)
+        plan = night(trial, None)
+        return (*score(plan, workload), index), plan
+
     def asked(name: str, by_size: bool) -> bool:
         """Whether the phase `name` runs: by the queue's size, or, with `candidates` named, when it is one of them."""
         return by_size if candidates is None else name in candidates
@@ -297,13 +304,8 @@ def plan_night(
             timelines.append(((*score(plan, workload), len(runs)), plan))
     search = asked(SEARCH_NAME, SEARCH_MIN_JOBS <= len(workload.jobs) <= SEARCH_MAX_JOBS)
     if search and not spent_before(SEARCH_NAME):
-        order_index = len(runs) + 1
-
-        def evaluate(order: tuple[int, ...]) -> tuple[tuple, NightPlan]:
-            plan = night(DispatchPolicy(SEARCH_NAME, order="ranked", rank=ranks(order)), None)
-            return (*score(plan, workload), order_index), plan
-
         seed = best_start_order() or tuple(range(len(ids)))
+        evaluate = functools.partial(ranked, SEARCH_NAME, len(runs) + 1)
         key, plan, tried = local_search(seed, evaluate, evaluations=search_evaluations(len(ids)),
                                      stop=lambda: spent_before(SEARCH_NAME))
         logger.debug("night search: %s after %d timelines", key, tried)
@@ -326,19 +328,13 @@ def plan_night(
                     plan.summary.energy_kwh <= max(costliest, slack * seed.summary.energy_kwh) + 1e-9
                 )
 
-            def replay(order: tuple[int, ...], aware: bool, policy: DispatchPolicy = policy) -> tuple[tuple, NightPlan]:
-                trial = DispatchPolicy(
-                    REPAIR_NAME, order="ranked", rank=ranks(order), sizing=policy.sizing, completion_aware=aware
-                )
-                plan = night(trial, None)
-                return (*score(plan, workload), len(runs) + 2), plan
-
+            replay = functools.partial(ranked, REPAIR_NAME, len(runs) + 2, sizing=policy.sizing)
             # The start order replayed under each start rule (a job waits for faster devices, or starts whenever
             # it fits); the repair goes on under the better. From dispatch-hybrid-soft's order, hardheavy-1 keeps
             # its makespan only under the first (34.7 against 55.3 h); wide-1's night is 5.30 h with the repair
             # under the second, 5.67 h when it ran under the first alone.
             seed_order = start_order(seed_plan, ids)
-            replays = {aware: replay(seed_order, aware) for aware in (True, False)}
+            replays = {aware: replay(seed_order, aware=aware) for aware in (True, False)}
             aware = min(replays, key=lambda a: (not admissible(replays[a][1]), misses(replays[a][1]), replays[a][0]))
             key, plan, tried = repair_deadlines(
                 seed_order,
@@ -396,15 +392,13 @@ def hopeless_deadlines(queue: NightQueue) -> frozenset[str]:
     speedup > deadline): moving them earlier spends the repair's timelines for nothing (hardheavy-1 of
     bench/night_queues_other.py: h19, 54 h of work on one device, due 8.3 h after its release)."""
     fleet = Fleet(queue)
-    return frozenset(
-        job.id
-        for j, job in enumerate(queue.jobs)
-        if job.deadline_hours is not None
-        and (
-            fleet.best_speedup(j) <= 0
-            or job.release_hours + job.work_hours / fleet.best_speedup(j) > job.deadline_hours + 1e-9
-        )
-    )
+    hopeless = set()
+    for j, job in enumerate(queue.jobs):
+        best = fleet.best_speedup(j)
+        alone = job.release_hours + (job.work_hours / best if best > 0 else math.inf)
+        if job.deadline_hours is not None and alone > job.deadline_hours + 1e-9:
+            hopeless.add(job.id)
+    return frozenset(hopeless)
 
 
 def night_budget_s(jobs: int) -> float:
