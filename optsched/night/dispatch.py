@@ -99,11 +99,13 @@ class DispatchPolicy:
         stalled = {r.job: r for r in view.stalled}
         urgent = {j for j in view.ready if is_urgent(view, j)}
         shares = fair_shares(view, self.horizon) if self.sizing == "share" else {}
+        # The running jobs' draw changes only when a job is taken: summed once per take, not once per job tried.
+        draws = Draws(view, uses, ends, stalled=stalled)
         for j in sorted(view.ready, key=lambda j: (j not in urgent, *self._key(view, j))):
             if not any(free) and len(held) >= self.reservations:
                 break  # nothing is free and no reservation is left to give: no later job can change anything
             most = efficient_devices(fleet, j) if self.sizing == "efficient" else shares.get(j)
-            now = best_now(view, j, free, uses, ends, stalled, most=most)
+            now = best_now(view, j, free, uses, ends, stalled, most=most, draws=draws)
             if now is None and len(held) >= self.reservations:
                 continue  # it cannot start and there is no reservation left to give it
             patient = j not in urgent and (self.completion_aware or now is None)
@@ -112,6 +114,7 @@ class DispatchPolicy:
             if now is not None and (wait is None or now.end <= wait.end + gain):
                 if _allowed(now, held):
                     _take(j, now, uses, ends, free, held)
+                    draws = Draws(view, uses, ends, stalled=stalled)
                     continue
             if wait is not None and len(held) < self.reservations:
                 at = _instant(wait, view, j)
@@ -144,8 +147,12 @@ def wait_option(
     best: _Option | None = None
     restart = view.restart_of(j) if restart is None else restart
     remaining = view.remaining[j] if remaining is None else remaining
-    for at in instants:
-        then = _free_then(view, free, uses, ends, at, held)
+    groups, seen = fleet.groups_by_speed[j], None
+    for at, then in zip(instants, _free_over(free, uses, ends, instants, held), strict=True):
+        mine = [then[g] for g in groups]
+        if mine == seen:
+            continue  # the same devices later: the same option, ending later
+        seen = mine
         option = _fastest(fleet, j, then, top=True, k=most)
         if option is None:
             continue
@@ -191,6 +198,24 @@ def _free_then(view: View, free, uses, ends, at: float, held) -> list[int]:
     return [max(0, n) for n in then]
 
 
+def _free_over(free, uses, ends, instants: list[float], held) -> list[list[int]]:
+    """`_free_then` at each of the (sorted) instants, in one sweep over the running jobs' ends and the
+    reservations rather than one pass over all of them per instant."""
+    changes = sorted(
+        [(ends[i], 1, us) for i, us in uses.items()] + [(when, -1, reserved) for when, _, reserved in held],
+        key=lambda c: c[0],
+    )
+    then, out, k = list(free), [], 0
+    for at in instants:
+        while k < len(changes) and changes[k][0] <= at + TIME_TOL_HOURS:
+            _, sign, us = changes[k]
+            for u in us:
+                then[u.group] += sign * u.count
+            k += 1
+        out.append([max(0, n) for n in then])
+    return out
+
+
 def _allowed(option: _Option, held) -> bool:
     """A start may not delay a reservation: it ends before it, or uses only devices the reservation leaves over."""
     return all(
@@ -212,7 +237,7 @@ def _take(j: int, option: _Option, uses, ends, free, held) -> None:
 def _fastest(fleet: Fleet, j: int, free, *, top: bool, k: int | None = None, rank: int = 0) -> Uses | None:
     """Job j's k (default: as many as it may use) fastest devices among `free`, each group at its `rank`-th
     highest cap (0: the highest); None if fewer than min_devices are free."""
-    job = fleet.jobs[j]
+    job = fleet.queue.jobs[j]
     groups = fleet.groups_by_speed[j]
     most = sum(free[g] for g in groups)
     if job.max_devices is not None:
@@ -227,12 +252,21 @@ def _fastest(fleet: Fleet, j: int, free, *, top: bool, k: int | None = None, ran
         if n > 0:
             out.append(Use(g, fleet.fastest_level(j, g) if top else fleet.level_by_rank(g, rank), n))
             left -= n
-    return tuple(sorted(out))
+            if not left:
+                break
+    # One Use per group: by group is Use's own order, without its field-by-field comparisons.
+    return tuple(sorted(out, key=_group))
 
 
-def best_now(view: View, j: int, free, uses, ends, stalled=None, most: int | None = None) -> _Option | None:
+def _group(use: Use) -> int:
+    return use.group
+
+
+def best_now(
+    view: View, j: int, free, uses, ends, stalled=None, most: int | None = None, draws: Draws | None = None
+) -> _Option | None:
     """Job j's earliest finish on the free devices (at most `most`) at caps whose draw fits every budget until it
-    ends."""
+    ends; `draws`, when given, the running jobs' (`uses`, `ends`, `stalled`) summed already."""
     fleet = view.fleet
     restart = view.restart_of(j)
     widest = _fastest(fleet, j, free, top=True, k=most)
@@ -240,7 +274,7 @@ def best_now(view: View, j: int, free, uses, ends, stalled=None, most: int | Non
         return None
     n = sum(u.count for u in widest)
     ranks = max(len(fleet.queue.devices[u.group].power_levels) for u in widest)
-    draws = Draws(view, uses, ends, stalled=stalled)
+    draws = Draws(view, uses, ends, stalled=stalled) if draws is None else draws
     # No more devices than fit the budgets now at the lowest caps: a start on more fits at no cap (each device of k
     # is one of k + 1's, at the same level), and skipping them leaves the search as it was, only shorter.
     lowest = ranks - 1

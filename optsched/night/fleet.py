@@ -192,12 +192,13 @@ class Fleet:
 
     def speedup(self, j: int, uses: Uses) -> float:
         """Heterogeneous Amdahl S = 1 / ((1-p)/s_host + p/R) of job j on these devices."""
-        used = [u for u in uses if u.count > 0]
-        if not used:
-            return 0.0
-        s_host = max(self.speed(j, u.group, u.level) for u in used)
-        r = sum(u.count * self.speed(j, u.group, u.level) for u in used)
-        return speedup(self.queue.jobs[j].parallel_fraction, s_host, r)
+        # A plain loop: the dispatch asks this hundreds of thousands of times a night.
+        speeds, s_host, r, used = self._speeds[j], 0.0, 0.0, False
+        for u in uses:
+            if u.count > 0:
+                s = speeds[u.group][u.level]
+                s_host, r, used = max(s_host, s) if used else s, r + u.count * s, True
+        return speedup(self.queue.jobs[j].parallel_fraction, s_host, r) if used else 0.0
 
     def fastest_level(self, j: int, g: int) -> int:
         """The level of group g at which job j runs fastest (the highest cap among equals)."""
