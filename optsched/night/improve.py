@@ -16,7 +16,7 @@ allows it, and stays within them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from optsched.schema.night import JobTimeline, NightPlan
 
@@ -132,14 +132,16 @@ def repair_deadlines(
     steps: tuple[int, ...] = REPAIR_STEPS,
     hopeless: frozenset[str] = frozenset(),
     first: tuple[tuple, NightPlan] | None = None,
+    after: Sequence[tuple[int, ...]] = (),
 ) -> tuple[tuple, NightPlan, int]:
     """The (key, timeline) with the fewest `misses` found from `order`, and the timelines tried. A move takes one
-    job that missed its deadline (hard ones first; `jobs` the queue's ids) to the place `in_time` guesses, then
-    `d` places earlier for d in `steps`, then to the front; the first move that leaves an `admissible` timeline
-    with fewer misses (or makes an inadmissible one admissible) is kept and the sweep starts again from its
-    timeline. Jobs in `hopeless` (whose deadline no order can meet) are not moved. Unlike `local_search` a move
-    that only shortens weighted completion is not kept: the repair spends its timelines on the deadlines. At most
-    `evaluations` timelines (`first`, when given, is `order`'s, counted as one), none after `stop()` says so."""
+    job that missed its deadline (hard ones first; `jobs` the queue's ids), with the predecessors its start waited
+    for (`held_by`, `after` each job's predecessors), to the place `in_time` guesses, then `d` places earlier for
+    d in `steps`, then to the front; the first move that leaves an `admissible` timeline with fewer misses (or
+    makes an inadmissible one admissible) is kept and the sweep starts again from its timeline. Jobs in
+    `hopeless` (whose deadline no order can meet) are not moved. Unlike `local_search` a move that only shortens
+    weighted completion is not kept: the repair spends its timelines on the deadlines. At most `evaluations`
+    timelines (`first`, when given, is `order`'s, counted as one), none after `stop()` says so."""
     index = {job: j for j, job in enumerate(jobs)}
     best_key, best_plan = evaluate(order) if first is None else first
     tried = 1
@@ -151,16 +153,22 @@ def repair_deadlines(
         s = best_plan.summary
         late = [job for job in (*s.hard_deadlines_missed, *s.soft_deadlines_missed) if job not in hopeless]
         for j in [index[job] for job in late]:
+            # When its start waited for a predecessor, moving it alone changes nothing: the predecessor goes, and
+            # the jobs between them follow it in a row (`held_by`).
+            chain = held_by(where, jobs, after, j)
+            mover = chain[0]
             # The place from which it would start in time first, then each step that stays in the order, then
             # the front (the earliest the order can take it).
-            aimed = in_time(order, where, jobs, j)
-            nearer = sorted(({place[j] - d for d in steps if d <= place[j]} | {0}) - {aimed, place[j]}, reverse=True)
-            for target in ([] if aimed is None or aimed >= place[j] else [aimed]) + nearer:
+            aimed = in_time(order, where, jobs, mover, lateness(where[jobs[j]]))
+            nearer = sorted(
+                ({place[mover] - d for d in steps if d <= place[mover]} | {0}) - {aimed, place[mover]}, reverse=True
+            )
+            for target in ([] if aimed is None or aimed >= place[mover] else [aimed]) + nearer:
                 if tried >= evaluations:
                     break
                 if stop is not None and stop():
                     return best_key, best_plan, tried
-                trial = moved(order, place[j], target)
+                trial = moved_together(order, chain, target)
                 key, plan = evaluate(trial)
                 tried += 1
                 if admissible(plan) and (misses(plan) < misses(best_plan) or not admissible(best_plan)):
@@ -171,16 +179,54 @@ def repair_deadlines(
     return best_key, best_plan, tried
 
 
-def in_time(order: tuple[int, ...], where: Mapping[str, JobTimeline], jobs: list[str], j: int) -> int | None:
-    """The place in `order` from which job j would start in time, `where` the timeline's jobs by id (j late in it):
-    before the first job that started no earlier than j's start less its lateness (finish - deadline); None when
-    j never ran or has no deadline. A guess (the jobs it passes shift too), tried before the fixed steps: with it
-    the planner's night of lowpower-1 (bench/night_queues_other.py) misses no soft deadline, without it one; on
-    hardheavy-1, small-6 and wide-1 it changed no miss."""
-    late = where.get(jobs[j])
-    if late is None or late.start_hours is None or late.finish_hours is None or late.deadline_hours is None:
+def lateness(late: JobTimeline) -> float | None:
+    """Hours a job finished after its deadline (None when it never finished or has none)."""
+    if late.finish_hours is None or late.deadline_hours is None:
         return None
-    need = late.start_hours - (late.finish_hours - late.deadline_hours)
+    return late.finish_hours - late.deadline_hours
+
+
+def held_by(
+    where: Mapping[str, JobTimeline], jobs: list[str], after: Sequence[tuple[int, ...]], j: int
+) -> tuple[int, ...]:
+    """The jobs whose places in the order decide job j's start, first the one that started on its own, last j: j
+    alone, or, when j started as a predecessor (`after`) finished, that predecessor's and j (hardheavy-1 of
+    bench/night_queues_other.py: h68, due at 1.5 h, waits for h26)."""
+    chain = [j]
+    while j < len(after):
+        started = where[jobs[j]].start_hours if jobs[j] in where else None
+        if started is None:
+            break
+        ends = {i: where[jobs[i]].finish_hours if jobs[i] in where else None for i in after[j] if i not in chain}
+        waited = [i for i, end in ends.items() if end is not None and abs(end - started) <= 1e-6]
+        if not waited:
+            break
+        j = waited[0]
+        chain.append(j)
+    return tuple(reversed(chain))
+
+
+def moved_together(order: tuple[int, ...], chain: tuple[int, ...], target: int) -> tuple[int, ...]:
+    """The order with the jobs of `chain` taken out and put back in a row, in the chain's order, where place
+    `target` was (`moved` for a chain of one)."""
+    members = set(chain)
+    rest = [j for j in order if j not in members]
+    before = sum(1 for j in order[:target] if j not in members)
+    return (*rest[:before], *chain, *rest[before:])
+
+
+def in_time(
+    order: tuple[int, ...], where: Mapping[str, JobTimeline], jobs: list[str], j: int, early_by: float | None
+) -> int | None:
+    """The place in `order` from which job j would start `early_by` hours sooner, `where` the timeline's jobs by
+    id: before the first job that started no earlier than j's start less `early_by` (a late job's lateness, or
+    that of the job j holds up); None when j never ran or nothing is to gain. A guess (the jobs it passes shift
+    too), tried before the fixed steps: with it the planner's night of lowpower-1 (bench/night_queues_other.py)
+    misses no soft deadline, without it one; on hardheavy-1, small-6 and wide-1 it changed no miss."""
+    moving = where.get(jobs[j])
+    if moving is None or moving.start_hours is None or early_by is None:
+        return None
+    need = moving.start_hours - early_by
     for k, i in enumerate(order):
         started = where[jobs[i]].start_hours if jobs[i] in where else None
         if started is not None and started >= need - 1e-9:

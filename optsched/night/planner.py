@@ -321,6 +321,7 @@ def plan_night(
         costliest = slack * min(p.summary.energy_kwh for _, p in timelines)
         left = repair_evaluations(len(ids))
         hopeless = hopeless_deadlines(workload)
+        after = Fleet(workload).predecessors
         for n, (policy, seed_plan) in enumerate(seeds):
 
             def admissible(plan: NightPlan, seed: NightPlan = seed_plan) -> bool:
@@ -346,6 +347,7 @@ def plan_night(
                 stop=lambda: spent_before(REPAIR_NAME),
                 hopeless=hopeless,
                 first=replays[aware],
+                after=after,
             )
             tried += 1
             left -= tried
@@ -388,15 +390,18 @@ def repair_seeds(timelines: list[tuple[tuple, NightPlan]], runs: list) -> list[t
 
 
 def hopeless_deadlines(queue: NightQueue) -> frozenset[str]:
-    """The jobs that would miss their deadline even alone on the fleet from their release (release + work / best
-    speedup > deadline): moving them earlier spends the repair's timelines for nothing (hardheavy-1 of
+    """The jobs that would miss their deadline even alone on the fleet from their release, after their predecessors
+    (`after`) did the same (earliest finish e_j = max(release_j, max over predecessors e_i) + work_j / best
+    speedup_j > deadline_j): moving them earlier spends the repair's timelines for nothing (hardheavy-1 of
     bench/night_queues_other.py: h19, 54 h of work on one device, due 8.3 h after its release)."""
     fleet = Fleet(queue)
+    earliest: dict[int, float] = {}
     hopeless = set()
-    for j, job in enumerate(queue.jobs):
-        best = fleet.best_speedup(j)
-        alone = job.release_hours + (job.work_hours / best if best > 0 else math.inf)
-        if job.deadline_hours is not None and alone > job.deadline_hours + 1e-9:
+    for j in fleet.topological_order:
+        job, best = queue.jobs[j], fleet.best_speedup(j)
+        ready = max([job.release_hours, *(earliest[i] for i in fleet.predecessors[j])])
+        earliest[j] = ready + (job.work_hours / best if best > 0 else math.inf)
+        if job.deadline_hours is not None and earliest[j] > job.deadline_hours + 1e-9:
             hopeless.add(job.id)
     return frozenset(hopeless)
 

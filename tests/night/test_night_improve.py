@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from optsched.night.improve import (
+    held_by,
     local_search,
     misses,
     moved,
+    moved_together,
     moves,
     ranks,
     repair_deadlines,
@@ -131,6 +133,40 @@ def test_the_repair_moves_late_jobs_earlier_until_none_is_late():
     assert repair_deadlines((2, 3, 0, 1), one_machine, IDS, evaluations=100, stop=lambda: True)[2] == 1
 
 
+CHAIN = {"x": 4.0, "y": 4.0, "a": None, "b": 2.0}  # deadlines; b after a; one machine, 1 h each
+CHAIN_IDS = list(CHAIN)
+CHAIN_AFTER = ((), (), (), (2,))
+
+
+def one_machine_chain(order: tuple[int, ...]) -> tuple[tuple, Any]:
+    """A stand-in list schedule on one machine: each hour the first job of the order whose predecessor is done."""
+    done: list[int] = []
+    while len(done) < len(order):
+        done.append(next(j for j in order if j not in done and all(i in done for i in CHAIN_AFTER[j])))
+    jobs = [
+        SimpleNamespace(job=CHAIN_IDS[j], start_hours=k, finish_hours=k + 1, deadline_hours=CHAIN[CHAIN_IDS[j]])
+        for k, j in enumerate(done)
+    ]
+    late = tuple(t.job for t in jobs if t.deadline_hours is not None and t.finish_hours > t.deadline_hours)
+    summary = SimpleNamespace(hard_deadlines_missed=late, never_ran=(), soft_deadlines_missed=())
+    return (len(late), order), SimpleNamespace(summary=summary, order=order, jobs=jobs)
+
+
+def test_a_late_job_that_waited_for_its_predecessor_moves_the_predecessor():
+    # (x, y, a, b): b runs 3-4 h, due at 2 h, started as a finished: its holder is a.
+    _, start = one_machine_chain((0, 1, 2, 3))
+    where = {t.job: t for t in start.jobs}
+    assert held_by(where, CHAIN_IDS, CHAIN_AFTER, 3) == (2, 3) and held_by(where, CHAIN_IDS, CHAIN_AFTER, 0) == (0,)
+    # Moving b alone changes nothing (it waits for a, and a waits behind x and y): the repair without `after`
+    # keeps the miss. With it, a goes 2 h sooner (first) and b right after it: 2 timelines.
+    _, plan, _ = repair_deadlines((0, 1, 2, 3), one_machine_chain, CHAIN_IDS, evaluations=100)
+    assert misses(plan) == (1, 0, 0)
+    _, plan, tried = repair_deadlines((0, 1, 2, 3), one_machine_chain, CHAIN_IDS, evaluations=100, after=CHAIN_AFTER)
+    assert plan.order == (2, 3, 0, 1) and misses(plan) == (0, 0, 0) and tried == 2
+    assert moved_together((0, 1, 2, 3, 4), (3, 1), 0) == (3, 1, 0, 2, 4)
+    assert moved_together((0, 1, 2, 3, 4), (4,), 2) == moved((0, 1, 2, 3, 4), 4, 2) == (0, 1, 4, 2, 3)
+
+
 def test_a_deadline_no_order_can_keep_is_hopeless_and_one_within_reach_is_not():
     # On 2 devices of speed 2 at p = 0.5, S(2 devices) = 1 / (0.5 / 2 + 0.5 / 4) = 8 / 3: 4 h of work take 1.5 h.
     queue = NightQueue.load(workload([device("g", "fast", 2, [(100.0, 2.0)])], [
@@ -139,8 +175,11 @@ def test_a_deadline_no_order_can_keep_is_hopeless_and_one_within_reach_is_not():
         job("after", work=4.0, p=0.5, release_hours=0.5, deadline_hours=1.9),  # released at 0.5 h: 2.0 h at best
         job("free", work=4.0, p=0.5),  # no deadline
         job("one", work=4.0, p=0.5, max_devices=1, deadline_hours=2.5),  # one device: 2.0 h, within reach
+        # After `just` (1.5 h at best): 3.0 h at best, so hopeless at 2.9 h although within reach alone.
+        job("chained", work=4.0, p=0.5, after=["just"], deadline_hours=2.9),
+        job("chained-ok", work=4.0, p=0.5, after=["just"], deadline_hours=3.1),
     ]))
-    assert hopeless_deadlines(queue) == frozenset({"late", "after"})
+    assert hopeless_deadlines(queue) == frozenset({"late", "after", "chained"})
 
 
 def deadline_queue(seed: int) -> dict:
