@@ -66,8 +66,9 @@ BOUND_SLOT_HOURS = 0.25
 BOUND_MAX_SLOT_HOURS = 0.5
 BOUND_MAX_SLOTS = 64
 # Placement columns (jobs x eligible hull levels x slots) above which the bound is skipped: the LP of a 55-job
-# bench queue (20,000 columns) took 3 s on 2 cores at load 8; a 120-job one (45,000) had not ended after 60 s.
-BOUND_MAX_COLUMNS = 40_000
+# bench queue (20,000 columns) took 3 s on 2 cores at load 8; a 120-job one (45,000) had not ended after 60 s;
+# medium-108's night of 8.41 h (38,961) found no solution in its 10 s, while wide-0's (32,640) was solved.
+BOUND_MAX_COLUMNS = 35_000
 BOUND_TIME_LIMIT_S = 10.0
 BOUND_MIP_GAP = 1e-3
 # Tangent planes of each job's Amdahl curve S(R; s*) in the progress rows.
