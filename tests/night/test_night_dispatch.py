@@ -1,11 +1,16 @@
 """The planner over time: completion-aware starts, elastic growth, effective deadlines, and the best of its
-candidate policies (each timeline through the verifier)."""
+candidate policies (each timeline through the verifier); the dispatch's count of the devices free at later instants."""
 
 from __future__ import annotations
 
-import pytest
+import math
 
-from optsched.night.fleet import Fleet
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from optsched.night.dispatch import _free_over, _free_then
+from optsched.night.fleet import Fleet, Use
 from optsched.night.planner import CANDIDATE_NAMES, score
 from optsched.schema.night import NightQueue
 from tests.night.conftest import night_checked
@@ -183,3 +188,29 @@ def test_preemption_also_serves_a_due_job_whose_free_devices_are_too_few():
     assert next(e for e in plan.events if e.at_hours == 1.0).preempted == ("L",)
     missed = night_checked(q, candidates=("milp",))
     assert next(j for j in missed.jobs if j.job == "C").deadline_met is False
+
+
+@st.composite
+def running_and_reserved(draw) -> tuple:
+    """Free devices per group, running jobs' devices and ends, reservations and instants, as the dispatch has them."""
+    groups = draw(st.integers(1, 3))
+    free = draw(st.lists(st.integers(0, 4), min_size=groups, max_size=groups))
+    times = st.sampled_from([0.5, 1.0, 1.0 + 1e-12, 1.5, 2.0, math.inf])
+
+    def some_uses() -> tuple[Use, ...]:
+        chosen = draw(st.lists(st.integers(0, groups - 1), min_size=1, max_size=groups, unique=True))
+        return tuple(Use(g, 0, draw(st.integers(1, 3))) for g in sorted(chosen))
+
+    running = draw(st.integers(0, 4))
+    uses = {i: some_uses() for i in range(running)}
+    ends = {i: draw(times) for i in range(running)}
+    held = [(draw(times), [], some_uses()) for _ in range(draw(st.integers(0, 2)))]
+    instants = sorted(draw(st.lists(times.filter(math.isfinite), max_size=5)))
+    return free, uses, ends, held, instants
+
+
+@given(running_and_reserved())
+def test_the_devices_free_at_each_instant_in_one_sweep_are_those_counted_at_each(case):
+    free, uses, ends, held, instants = case
+    swept = _free_over(free, uses, ends, instants, held)
+    assert swept == [_free_then(None, free, uses, ends, at, held) for at in instants]
