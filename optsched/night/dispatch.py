@@ -105,7 +105,7 @@ class DispatchPolicy:
             if not any(free) and len(held) >= self.reservations:
                 break  # nothing is free and no reservation is left to give: no later job can change anything
             most = efficient_devices(fleet, j) if self.sizing == "efficient" else shares.get(j)
-            now = best_now(view, j, free, uses, ends, stalled, most=most, draws=draws)
+            now = best_now(view, j, free, draws, most=most)
             if now is None and len(held) >= self.reservations:
                 continue  # it cannot start and there is no reservation left to give it
             patient = j not in urgent and (self.completion_aware or now is None)
@@ -118,7 +118,7 @@ class DispatchPolicy:
                     continue
             if wait is not None and len(held) < self.reservations:
                 at = _instant(wait, view, j)
-                spare = _free_then(view, free, uses, ends, at, held)
+                spare = _free_over(free, uses, ends, [at], held)[0]
                 for u in wait.uses:
                     spare[u.group] -= u.count
                 held.append((at, spare, wait.uses))
@@ -184,23 +184,9 @@ def _instant(wait: _Option, view: View, j: int) -> float:
     return wait.end - view.restart_of(j) - view.remaining[j] / s
 
 
-def _free_then(view: View, free, uses, ends, at: float, held) -> list[int]:
-    """Devices per group free at `at`: free now plus those of jobs ending by then, less earlier reservations."""
-    then = list(free)
-    for i, us in uses.items():
-        if ends[i] <= at + TIME_TOL_HOURS:
-            for u in us:
-                then[u.group] += u.count
-    for when, _, reserved in held:
-        if when <= at + TIME_TOL_HOURS:
-            for u in reserved:
-                then[u.group] -= u.count
-    return [max(0, n) for n in then]
-
-
 def _free_over(free, uses, ends, instants: list[float], held) -> list[list[int]]:
-    """`_free_then` at each of the (sorted) instants, in one sweep over the running jobs' ends and the
-    reservations rather than one pass over all of them per instant."""
+    """Devices per group free at each of the (sorted) instants: free now plus those of jobs ending by then, less
+    the reservations starting by then; one sweep over the running jobs' ends and the reservations."""
     changes = sorted(
         [(ends[i], 1, us) for i, us in uses.items()] + [(when, -1, reserved) for when, _, reserved in held],
         key=lambda c: c[0],
@@ -262,11 +248,9 @@ def _group(use: Use) -> int:
     return use.group
 
 
-def best_now(
-    view: View, j: int, free, uses, ends, stalled=None, most: int | None = None, draws: Draws | None = None
-) -> _Option | None:
-    """Job j's earliest finish on the free devices (at most `most`) at caps whose draw fits every budget until it
-    ends; `draws`, when given, the running jobs' (`uses`, `ends`, `stalled`) summed already."""
+def best_now(view: View, j: int, free, draws: Draws, most: int | None = None) -> _Option | None:
+    """Job j's earliest finish on the free devices (at most `most`) at caps whose draw, on top of the running
+    jobs' (`draws`), fits every budget until it ends."""
     fleet = view.fleet
     restart = view.restart_of(j)
     widest = _fastest(fleet, j, free, top=True, k=most)
@@ -274,7 +258,6 @@ def best_now(
         return None
     n = sum(u.count for u in widest)
     ranks = max(len(fleet.queue.devices[u.group].power_levels) for u in widest)
-    draws = Draws(view, uses, ends, stalled=stalled) if draws is None else draws
     # No more devices than fit the budgets now at the lowest caps: a start on more fits at no cap (each device of k
     # is one of k + 1's, at the same level), and skipping them leaves the search as it was, only shorter.
     lowest = ranks - 1

@@ -153,8 +153,8 @@ def repair_deadlines(
         s = best_plan.summary
         late = [job for job in (*s.hard_deadlines_missed, *s.soft_deadlines_missed) if job not in hopeless]
         for j in [index[job] for job in late]:
-            # When its start waited for a predecessor, moving it alone changes nothing: the predecessor goes, and
-            # the jobs between them follow it in a row (`held_by`).
+            # When its start waited for a predecessor, moving it alone changes nothing: the predecessor goes to the
+            # place, the late job (and any job of the chain between them, `held_by`) right after it.
             chain = held_by(where, jobs, after, j)
             mover = chain[0]
             # The place from which it would start in time first, then each step that stays in the order, then

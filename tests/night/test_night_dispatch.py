@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optsched.night.dispatch import _free_over, _free_then
+from optsched.night.dispatch import _free_over
 from optsched.night.fleet import Fleet, Use
 from optsched.night.planner import CANDIDATE_NAMES, score
 from optsched.schema.night import NightQueue
+from optsched.schema.tolerances import TIME_TOL_HOURS
 from tests.night.conftest import night_checked
 from tests.night.test_night_exact import hand_queue
 from tests.support.factories import device, job, workload
@@ -209,8 +210,23 @@ def running_and_reserved(draw) -> tuple:
     return free, uses, ends, held, instants
 
 
+def _free_then(free, uses, ends, at: float, held) -> list[int]:
+    """The count at one instant, by its definition: free now, plus the devices of the jobs ending by then, less
+    those of the reservations starting by then."""
+    then = list(free)
+    for i, us in uses.items():
+        if ends[i] <= at + TIME_TOL_HOURS:
+            for u in us:
+                then[u.group] += u.count
+    for when, _, reserved in held:
+        if when <= at + TIME_TOL_HOURS:
+            for u in reserved:
+                then[u.group] -= u.count
+    return [max(0, n) for n in then]
+
+
 @given(running_and_reserved())
 def test_the_devices_free_at_each_instant_in_one_sweep_are_those_counted_at_each(case):
     free, uses, ends, held, instants = case
     swept = _free_over(free, uses, ends, instants, held)
-    assert swept == [_free_then(None, free, uses, ends, at, held) for at in instants]
+    assert swept == [_free_then(free, uses, ends, at, held) for at in instants]
