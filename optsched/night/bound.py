@@ -65,10 +65,14 @@ logger = logging.getLogger(__name__)
 BOUND_SLOT_HOURS = 0.25
 BOUND_MAX_SLOT_HOURS = 0.5
 BOUND_MAX_SLOTS = 64
-# Placement columns (jobs x eligible hull levels x slots) above which the bound is skipped: the LP of a 55-job
-# bench queue (20,000 columns) took 3 s on 2 cores at load 8; a 120-job one (45,000) had not ended after 60 s;
-# medium-108's night of 8.41 h (38,961) found no solution in its 10 s, while wide-0's (32,640) was solved.
+# Placement columns (jobs x eligible hull levels x slots) above which the slots are made longer: the LP of a
+# 55-job bench queue (20,000 columns) took 3 s on 2 cores at load 8; a 120-job one (45,000) had not ended after
+# 60 s; medium-108's night of 8.41 h (38,961) found no solution in its 10 s, while wide-0's (32,640) was solved.
 BOUND_MAX_COLUMNS = 35_000
+# Longer slots keep the model within BOUND_COARSE_COLUMNS (the 120-job bench nights: LP in 0.7-1.0 s at 10,000
+# columns, 2.7-3.2 s at 20,000, their bounds 3-6 % higher), with at least BOUND_MIN_SLOTS (500-job nights: 4-5).
+BOUND_COARSE_COLUMNS = 12_000
+BOUND_MIN_SLOTS = 3
 BOUND_TIME_LIMIT_S = 10.0
 BOUND_MIP_GAP = 1e-3
 # Tangent planes of each job's Amdahl curve S(R; s*) in the progress rows.
@@ -189,6 +193,25 @@ def slot_edges(queue: NightQueue, horizon: float, slot_hours: float) -> list[flo
     for w in queue.power.windows:
         edges.update(x for x in (w.from_hours, w.to_hours) if 0 < x < steps * slot_hours)
     return sorted(edges)
+
+
+def grid(
+    queue: NightQueue, fleet: Fleet, hours: float, horizon: float, slot_hours: float, max_columns: int
+) -> list[float]:
+    """Slot edges up to the horizon: slots of `slot_hours`, longer where BOUND_MAX_SLOTS would not cover it (at
+    most BOUND_MAX_SLOT_HOURS). Where that is over `max_columns` placement columns, equal slots over the night's
+    `hours` alone, as many as keep the model within BOUND_COARSE_COLUMNS: any edges give a valid bound, and at
+    equal columns shorter slots gave more than a longer horizon (hardheavy-1 of bench/night_queues_other.py, 9
+    equal slots: 2.34 h over its 8-h night, 2.19 h over its 34.6-h makespan)."""
+    slot = min(max(slot_hours, horizon / BOUND_MAX_SLOTS), max(slot_hours, BOUND_MAX_SLOT_HOURS))
+    edges = slot_edges(queue, horizon, slot)
+    if placement_columns(queue, fleet, len(edges) - 1) <= max_columns:
+        return edges
+    horizon = min(horizon, hours)
+    per_slot = max(1, placement_columns(queue, fleet, 1))
+    windows = len(slot_edges(queue, horizon, horizon)) - 2  # window edges inside the horizon: a slot each
+    slots = max(BOUND_MIN_SLOTS, min(max_columns, BOUND_COARSE_COLUMNS) // per_slot - windows)
+    return slot_edges(queue, horizon, horizon / slots)
 
 
 def placement_columns(queue: NightQueue, fleet: Fleet, slots: int) -> int:
@@ -441,9 +464,10 @@ def night_bound(
 ) -> NightBound:
     """Lower bounds on weighted mean completion and energy of any timeline of `queue` that finishes every job.
 
-    Slots of `slot_hours` (longer if needed to cover `horizon_hours`, default `hours`, with BOUND_MAX_SLOTS; the
-    tail slot covers the rest); the LP relaxation first, then, with `mip`, the MILP until `time_limit_s` in all.
-    Skipped (status skipped, with the reason) above `max_columns` placement columns or without time left."""
+    Slots of `slot_hours` up to `horizon_hours` (default `hours`), longer where the queue is too large (`grid`);
+    the tail slot covers the rest. The LP relaxation first, then, with `mip`, the MILP until `time_limit_s` in all.
+    Skipped (status skipped, with the reason) where even BOUND_MIN_SLOTS are over `max_columns` placement columns,
+    or without time left."""
     started = time.monotonic()
     deadline = started + time_limit_s
     fleet = Fleet(queue)
@@ -453,8 +477,8 @@ def night_bound(
         return NightBound(status=BoundStatus.skipped, reason="a job has no devices it can run on")
     energy = energy_bound_kwh(queue, fleet, hours) * (1 - SAFETY)
     horizon = max(hours, horizon_hours or 0.0)
-    slot = min(max(slot_hours, horizon / BOUND_MAX_SLOTS), max(slot_hours, BOUND_MAX_SLOT_HOURS))
-    edges = slot_edges(queue, horizon, slot)
+    edges = grid(queue, fleet, hours, horizon, slot_hours, max_columns)
+    slot = max(edges[t + 1] - edges[t] for t in range(len(edges) - 1))
     columns = placement_columns(queue, fleet, len(edges) - 1)
     # Two small LPs of jobs x groups columns (fair_bound): milliseconds beside the time-indexed model.
     fair_limit = max(0.0, min(FAIR_BOUND_SHARE * time_limit_s, deadline - time.monotonic()))

@@ -36,9 +36,10 @@ REFERENCE_SLACK of the least found or of its starting candidate's; ranked like a
 
 All of it runs within a planning budget (`budget_s`, by default NIGHT_BUDGET_S up to EFFICIENT_MAX_JOBS jobs and
 LARGE_NIGHT_BUDGET_S beyond): the dispatch candidates and the list schedulers first, the MILP candidates after
-them, then `milp-slotted`, the search and the repair; a timeline the budget ends is dropped at its next event, and
-`NightPlan.budget_cut` names what it stopped or left unrun. Each keeps its place in the candidates' order for the
-ties, so a budget that does not bind changes nothing.
+them, then `milp-slotted`, the search and the repair, and the bound last, in the BOUND_BUDGET_SHARE of the budget
+they leave it; a timeline the budget ends is dropped at its next event, and `NightPlan.budget_cut` names what it
+stopped or left unrun. Each keeps its place in the candidates' order for the ties, so a budget that does not bind
+changes nothing.
 
 The timeline kept is the best by (hard deadlines missed, jobs never run, weighted mean completion priced with its
 soft misses, soft deadlines missed, makespan, energy), the candidates' order breaking ties: a soft deadline missed
@@ -124,11 +125,14 @@ REFERENCE_MAX_JOBS = EFFICIENT_MAX_JOBS
 REFERENCE_SLACK = 0.05
 # In `choose`, a soft miss costs this share of the weighted mean completion (whatever its job's weight).
 SOFT_MISS_SHARE = 0.01
-# The planning budget by default (seconds of candidates, slotted MILP and search; the bound has its own limit): the
-# night's timelines cost 0.1-25 s each on 100 jobs, and a 120-job night plans in 20 s, a 500-job one in 2 min.
+# The planning budget by default (seconds of candidates, slotted MILP, search and the bound): the night's
+# timelines cost 0.1-25 s each on 100 jobs, and a 120-job night plans in 20 s, a 500-job one in 2 min.
 NIGHT_BUDGET_S = 20.0
 LARGE_NIGHT_BUDGET_S = 120.0
 MAX_BUDGET_S = 86_400.0
+# The share of the budget kept for the bound (at most its time limit): the 120-job bench nights' LP took 0.7-1.0 s
+# on 2 cores (optsched.night.bound's longer slots), 2 s of a 20-s budget.
+BOUND_BUDGET_SHARE = 0.1
 # The improvement phase after the candidates (optsched.night.improve): asked for by this name in `candidates`.
 SEARCH_NAME = "dispatch-search"
 # Then, where the best timeline so far misses a deadline, `dispatch-repair` (optsched.night.improve.repair_deadlines)
@@ -177,11 +181,12 @@ def plan_night(
     stops at its time limit makes the result depend on the machine's speed (summary.decisions_at_time_limit).
     `candidates` restricts the candidate policies by name (default: all that the queue's size allows).
     `bound_time_limit_s` bounds the time spent on summary.bound, the chosen timeline's gap to the time-indexed
-    lower bound (optsched.night.bound; 0: not computed, the field stays null); above its size limit it is skipped
-    with the reason. `budget_s` bounds the planning before the bound (default `night_budget_s` of the queue's size):
-    the list schedulers and dispatch candidates run first, the MILP candidates, the slotted MILP and the search
-    after them, and what the budget stops or leaves unrun is named in `budget_cut`; the first timeline always runs
-    whole. A budget that binds makes the result depend on the machine's speed.
+    lower bound (optsched.night.bound; 0: not computed, the field stays null), within what is left of the budget;
+    stopped or above its size limit it is skipped with the reason. `budget_s` bounds the planning, the bound
+    included (default `night_budget_s` of the queue's size): the list schedulers and dispatch candidates run first,
+    the MILP candidates, the slotted MILP, the search and the repair after them until BOUND_BUDGET_SHARE of it is
+    left, and what the budget stops or leaves unrun is named in `budget_cut`; the first timeline always runs whole.
+    A budget that binds makes the result depend on the machine's speed.
     """
     workload, begin = validate_night(
         queue, start=start, hours=hours, restart_hours=restart_hours, time_limit_s=time_limit_s, mip_gap=mip_gap
@@ -194,7 +199,11 @@ def plan_night(
         isinstance(budget_s, int | float) and not isinstance(budget_s, bool) and 0 < budget_s <= MAX_BUDGET_S
     ):
         raise InvalidWorkload([FieldError("budget_s", f"must be seconds in (0, {MAX_BUDGET_S:.0f}]")])
-    deadline = time.monotonic() + (night_budget_s(len(workload.jobs)) if budget_s is None else float(budget_s))
+    budget = night_budget_s(len(workload.jobs)) if budget_s is None else float(budget_s)
+    ends = time.monotonic() + budget
+    # The bound runs within the budget: what comes before it stops BOUND_BUDGET_SHARE early (at most its limit).
+    reserve = min(bound_time_limit_s, BOUND_BUDGET_SHARE * budget)
+    deadline = ends - reserve
     given = workload.options.model_fields_set if "options" in workload.model_fields_set else set()
     if time_limit_s is None:
         time_limit_s = workload.options.time_limit_s if "time_limit_s" in given else NIGHT_TIME_LIMIT_S
@@ -363,9 +372,9 @@ def plan_night(
     chosen = choose(timelines, reference)
     summary = chosen.summary.model_copy(update={"policy": "planner"})
     if bound_time_limit_s > 0:
-        bound = night_bound(
-            workload, hours=hours, horizon_hours=summary.makespan_hours, time_limit_s=bound_time_limit_s, mip=False
-        )
+        # What is left of the budget, and half the reserve where a timeline ran past its deadline.
+        limit = min(bound_time_limit_s, max(reserve / 2, ends - time.monotonic()))
+        bound = night_bound(workload, hours=hours, horizon_hours=summary.makespan_hours, time_limit_s=limit, mip=False)
         summary = summary.model_copy(update={"bound": with_gaps(bound, summary)})
     if cut:
         logger.info("night %s: the planning budget stopped or left unrun %s", workload.name, ", ".join(cut))

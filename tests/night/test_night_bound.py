@@ -11,7 +11,8 @@ from hypothesis import given, settings
 
 from optsched.model.amdahl import speedup
 from optsched.night import plan_night
-from optsched.night.bound import hull_levels, night_bound
+from optsched.night.bound import BOUND_MIN_SLOTS, hull_levels, night_bound, placement_columns
+from optsched.night.fleet import Fleet
 from optsched.night.planner import SOFT_MISS_HOURS, priced_completion, score
 from optsched.schema.errors import InvalidWorkload
 from optsched.schema.night import BoundStatus, NightQueue
@@ -86,11 +87,15 @@ def test_hull_levels_drop_levels_a_mix_of_others_beats():
     assert hull_levels(queue, 0) == (0, 1, 2)
 
 
-def test_the_bound_is_skipped_with_its_reason_above_the_size_limit():
+def test_a_queue_over_the_size_limit_gets_longer_slots_and_is_skipped_only_below_the_least_slots():
     queue = NightQueue.load(workload([device("g", "m", 2, [(100, 1.0)])], [job("A", work=1.0, p=1.0)]))
-    skipped = night_bound(queue, hours=8.0, max_columns=10)
+    # One placement column per slot: 32 slots of 15 min over 8 h, 10 allowed.
+    coarse = night_bound(queue, hours=8.0, max_columns=10)
+    assert coarse.status == BoundStatus.optimal and coarse.slot_hours == pytest.approx(0.8)
+    assert coarse.weighted_completion_bound_hours == pytest.approx(0.5, rel=1e-5)  # 1 h of work on both devices
+    skipped = night_bound(queue, hours=8.0, max_columns=BOUND_MIN_SLOTS - 1)
     assert skipped.status == BoundStatus.skipped
-    assert "over the limit of 10" in skipped.reason
+    assert f"over the limit of {BOUND_MIN_SLOTS - 1}" in skipped.reason
     assert skipped.weighted_completion_bound_hours is None
     assert skipped.energy_bound_kwh is not None  # closed form, always there
 
@@ -119,16 +124,23 @@ def test_plan_night_reports_its_gaps_to_the_bound():
 @given(night_queues())
 def test_the_bound_is_below_every_verified_timeline(queue):
     # A dual bound stopped by its time limit is still a bound: a short limit keeps the test quick.
-    bound = night_bound(NightQueue.load(queue), hours=8.0, time_limit_s=5)
+    loaded = NightQueue.load(queue)
+    bound = night_bound(loaded, hours=8.0, time_limit_s=5)
     if bound.status == BoundStatus.skipped:
         assert bound.reason
         return
+    # The grid of a queue over the size limit: a few long slots, and one more at each window edge.
+    most = 4 + 2 * len(loaded.power.windows)
+    per_slot = placement_columns(loaded, Fleet(loaded), 1)
+    coarse = night_bound(loaded, hours=8.0, time_limit_s=5, max_columns=most * per_slot)
+    assert coarse.status != BoundStatus.skipped and coarse.slots - 1 <= most
     for policy in ("fifo", "edf", "easy", "conservative"):
         s = night_checked(queue, policy).summary
         # Both bounds hold for timelines that finish every job (a timeline that runs nothing spends nothing).
         if not s.never_ran:
             assert bound.energy_bound_kwh <= s.energy_kwh + 1e-9
             assert bound.weighted_completion_bound_hours <= s.weighted_mean_completion_hours + 1e-9
+            assert coarse.weighted_completion_bound_hours <= s.weighted_mean_completion_hours + 1e-9
 
 
 @pytest.mark.slow

@@ -1,5 +1,6 @@
 """The planning budget (plan_night's budget_s): the cheap candidates run first, what the budget stops or leaves
-unrun is named in budget_cut, the first timeline always runs whole, and an event's MILP ends by the budget."""
+unrun is named in budget_cut, the first timeline always runs whole, an event's MILP ends by the budget, and the
+bound runs in what the budget leaves."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ import time
 
 import pytest
 
+from optsched.night import planner
+from optsched.night.bound import BOUND_TIME_LIMIT_S, night_bound
 from optsched.night.dispatch import DispatchPolicy
 from optsched.night.improve import local_search
 from optsched.night.milp import MIN_EVENT_TIME_LIMIT_S, MilpPolicy
 from optsched.night.planner import (
+    BOUND_BUDGET_SHARE,
     LARGE_NIGHT_BUDGET_S,
     NIGHT_BUDGET_S,
     SEARCH_NAME,
@@ -20,6 +24,7 @@ from optsched.night.planner import (
     night_budget_s,
 )
 from optsched.schema.errors import InvalidWorkload
+from optsched.schema.night import BoundStatus
 from tests.night.conftest import night_checked
 from tests.support.factories import device, job, workload
 
@@ -43,6 +48,24 @@ def test_a_budget_spent_by_the_first_timeline_keeps_it_and_names_every_other():
     assert len(cut.budget_cut) == len(set(cut.budget_cut))
     # The budget is also stated on the plan the CLI and the service return: the timeline is whole and checked.
     assert cut.summary.jobs == 10 and cut.summary.never_ran == ()
+
+
+def test_the_bound_gets_what_the_budget_leaves(monkeypatch):
+    limits = []
+
+    def spy(*args, **kwargs):
+        limits.append(kwargs["time_limit_s"])
+        return night_bound(*args, **kwargs)
+
+    monkeypatch.setattr(planner, "night_bound", spy)
+    queue = ten_jobs()
+    spent = night_checked(queue, budget_s=1e-6)
+    # The first timeline ran past the budget: the bound gets half the share kept for it, and stops at once.
+    assert limits == [pytest.approx(BOUND_BUDGET_SHARE * 1e-6 / 2)]
+    bound = spent.summary.bound
+    assert bound.status is BoundStatus.skipped and "stopped before its optimum" in bound.reason
+    roomy = night_checked(queue, budget_s=600)
+    assert limits[1] == BOUND_TIME_LIMIT_S and roomy.summary.bound.status is BoundStatus.bound
 
 
 def test_a_budget_that_does_not_bind_changes_nothing():
