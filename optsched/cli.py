@@ -228,7 +228,8 @@ def night_command(
     ] = 10.0,
     budget: Annotated[
         float | None, typer.Option("--budget", min=0.001, max=86_400.0,
-                                   help="Seconds for the planner's candidates (default: 20 up to 150 jobs, else 120).")
+                                   help="Seconds for the planning, the bound included "
+                                        "(default: 20 up to 150 jobs, else 120).")
     ] = None,
 ) -> None:
     """Plan the night's queue as a timeline; exit 0 if every hard deadline is met, 1 if not, 2 for invalid input."""

@@ -70,7 +70,7 @@ BOUND_MAX_SLOTS = 64
 # 60 s; medium-108's night of 8.41 h (38,961) found no solution in its 10 s, while wide-0's (32,640) was solved.
 BOUND_MAX_COLUMNS = 35_000
 # Longer slots keep the model within BOUND_COARSE_COLUMNS (the 120-job bench nights: LP in 0.7-1.0 s at 10,000
-# columns, 2.7-3.2 s at 20,000, their bounds 3-6 % higher), with at least BOUND_MIN_SLOTS (500-job nights: 4-5).
+# columns, 2.7-3.2 s at 20,000, their bounds 3-6 % higher), with at least BOUND_MIN_SLOTS (500-job nights: 4-6).
 BOUND_COARSE_COLUMNS = 12_000
 BOUND_MIN_SLOTS = 3
 BOUND_TIME_LIMIT_S = 10.0

@@ -96,7 +96,7 @@ class NightPlanRequest(BaseModel):
         default=None,
         gt=0,
         le=MAX_BUDGET_S,
-        description="Seconds the planner may spend on its candidate timelines (plan_night's budget_s; omitted: "
+        description="Seconds the planner may spend, its bound included (plan_night's budget_s; omitted: "
         f"{NIGHT_BUDGET_S:.0f} s up to {EFFICIENT_MAX_JOBS} jobs, {LARGE_NIGHT_BUDGET_S:.0f} s beyond). What it "
         "stops or leaves unrun is named in the night plan's budget_cut.",
     )
