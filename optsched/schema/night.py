@@ -428,7 +428,7 @@ class NightBound(_Frozen):
 
     status: BoundStatus
     reason: str | None = Field(default=None, description="Why no bound, or why a weaker one (skipped, time limit).")
-    slot_hours: float | None = Field(default=None, description="Length of the model's time slots, in hours.")
+    slot_hours: float | None = Field(default=None, description="Length of the model's longest time slot, in hours.")
     slots: int = Field(default=0, description="Time slots of the model (the tail slot after its horizon included).")
     weighted_completion_bound_hours: float | None = Field(
         default=None,
