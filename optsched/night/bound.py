@@ -36,11 +36,12 @@ above, which hold for any placement within the slot. The LP relaxation (u contin
 dual bound is a stronger one, and its optimum (the *time-indexed optimum*) is itself at most the true optimum:
 a plan's ratio to it overstates the plan's distance to the best night.
 
-Energy: energy_kwh = integral over the horizon (>= the night) of the fleet's draw, busy devices at their cap and
-the rest idle; no row ties energy to time (a timeline may run late and miss deadlines), so the relaxation's
-least energy is closed-form: idle draw of the fleet over the night, plus for each job W_j x the least
-(cap - idle_w) / speed over its eligible groups and levels (S <= R: a unit of work needs at least one
-device-hour of unit speed).
+Energy: energy_kwh = integral over the horizon (the night, or the makespan when longer) of the fleet's draw, busy
+devices at their cap and the rest idle (down ones too); no row ties energy to time (a timeline may run late and
+miss deadlines), so the relaxation's least energy is closed-form: idle draw of the fleet until the night's end or
+the latest earliest finish F_j (release, predecessors, fastest run: no timeline ends sooner), whichever is later,
+plus for each job W_j x the least (cap - idle_w) / speed over its eligible groups and levels (S <= R: a unit of
+work needs at least one device-hour of unit speed).
 """
 
 from __future__ import annotations
@@ -241,12 +242,8 @@ def build(queue: NightQueue, fleet: Fleet, edges: list[float]) -> TimeIndexed:
 
 def earliest_starts(model: TimeIndexed) -> list[float]:
     """e_j = max(release_j, max over i before j of e_i + 1 / r_i): no timeline progresses job j before (hours)."""
-    fleet = model.fleet
-    out = [0.0] * len(model.queue.jobs)
-    for j in fleet.topological_order:
-        ends = [out[i] + 1.0 / model.rate(i) for i in fleet.predecessors[j]]
-        out[j] = max([model.queue.jobs[j].release_hours, *ends])
-    return out
+    before, finishes = model.fleet.predecessors, model.fleet.earliest_finishes
+    return [max([job.release_hours, *(finishes[i] for i in before[j])]) for j, job in enumerate(model.queue.jobs)]
 
 
 def add_columns(model: TimeIndexed) -> None:
@@ -440,7 +437,10 @@ def add_chains(model: TimeIndexed) -> None:
 
 
 def energy_bound_kwh(queue: NightQueue, fleet: Fleet, hours: float) -> float:
-    """idle draw x night hours + sum_j W_j x min over eligible (g, l) of (cap - idle_w) / speed, in kWh."""
+    """idle draw x max(night hours, max_j F_j) + sum_j W_j x min over eligible (g, l) of (cap - idle_w) / speed, in
+    kWh; F_j the job's earliest finish (Fleet.earliest_finishes), so the idle draw runs at least until the last job
+    can end (hardheavy-1 of bench/night_queues_other.py: a 34.4-h job on an 8-h night)."""
+    horizon = max([hours, *(f for f in fleet.earliest_finishes if math.isfinite(f))])
     extra = 0.0
     for j, job in enumerate(queue.jobs):
         extra += job.work_hours * min(
@@ -448,7 +448,7 @@ def energy_bound_kwh(queue: NightQueue, fleet: Fleet, hours: float) -> float:
             for g in fleet.eligible_groups[j]
             for level in range(len(queue.devices[g].power_levels))
         )
-    return (fleet.idle_w * hours + max(0.0, extra)) / 1000.0
+    return (fleet.idle_w * horizon + max(0.0, extra)) / 1000.0
 
 
 def night_bound(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -47,6 +48,17 @@ class Fleet:
     @cached_property
     def predecessors(self) -> tuple[tuple[int, ...], ...]:
         return tuple(tuple(self.job_index[a] for a in dict.fromkeys(j.after)) for j in self.queue.jobs)
+
+    @cached_property
+    def earliest_finishes(self) -> tuple[float, ...]:
+        """F_j = max(release_j, max over predecessors i of F_i) + W_j / (best speedup of j), hours (inf for a job
+        with no devices): no timeline finishes job j sooner."""
+        out = [0.0] * len(self.queue.jobs)
+        for j in self.topological_order:
+            job, best = self.queue.jobs[j], self.best_speedup(j)
+            ready = max([job.release_hours, *(out[i] for i in self.predecessors[j])])
+            out[j] = ready + (job.work_hours / best if best > 0 else math.inf)
+        return tuple(out)
 
     @cached_property
     def topological_order(self) -> tuple[int, ...]:

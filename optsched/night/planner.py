@@ -403,16 +403,12 @@ def hopeless_deadlines(queue: NightQueue) -> frozenset[str]:
     (`after`) did the same (earliest finish e_j = max(release_j, max over predecessors e_i) + work_j / best
     speedup_j > deadline_j): moving them earlier spends the repair's timelines for nothing (hardheavy-1 of
     bench/night_queues_other.py: h19, 54 h of work on one device, due 8.3 h after its release)."""
-    fleet = Fleet(queue)
-    earliest: dict[int, float] = {}
-    hopeless = set()
-    for j in fleet.topological_order:
-        job, best = queue.jobs[j], fleet.best_speedup(j)
-        ready = max([job.release_hours, *(earliest[i] for i in fleet.predecessors[j])])
-        earliest[j] = ready + (job.work_hours / best if best > 0 else math.inf)
-        if job.deadline_hours is not None and earliest[j] > job.deadline_hours + 1e-9:
-            hopeless.add(job.id)
-    return frozenset(hopeless)
+    earliest = Fleet(queue).earliest_finishes
+    return frozenset(
+        job.id
+        for j, job in enumerate(queue.jobs)
+        if job.deadline_hours is not None and earliest[j] > job.deadline_hours + 1e-9
+    )
 
 
 def night_budget_s(jobs: int) -> float:

@@ -100,6 +100,16 @@ def test_a_queue_over_the_size_limit_gets_longer_slots_and_is_skipped_only_below
     assert skipped.energy_bound_kwh is not None  # closed form, always there
 
 
+def test_the_energy_bound_counts_the_idle_draw_until_the_last_job_can_end():
+    queue = workload([device("g", "m", 1, [(100, 1.0)], idle_w=10)], [job("long", work=20.0, p=1.0)])
+    bound = night_bound(NightQueue.load(queue), hours=8.0, time_limit_s=5)
+    # 20 h of work on the one device: idle 10 W and 90 W above it for 20 h, past the 8-h night (1.88 kWh).
+    assert bound.energy_bound_kwh == pytest.approx((10 * 20 + 90 * 20) / 1000, rel=1e-5)
+    plan = night_checked(queue, bound_time_limit_s=0)
+    assert plan.summary.makespan_hours == pytest.approx(20.0)
+    assert bound.energy_bound_kwh <= plan.summary.energy_kwh
+
+
 def test_plan_night_reports_its_gaps_to_the_bound():
     queue = workload(
         [device("g", "m", 2, [(100, 1.0), (50, 0.6)], idle_w=10)],
