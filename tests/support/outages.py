@@ -50,6 +50,8 @@ OPTSCHED = Path(sys.executable).with_name("optsched")
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 FEASIBLE = ("optimal", "time_limit")
 UNFINISHED = ("queued", "solving")
+# A traceback in a log: the line before it, and its last line (the exception).
+TRACEBACK = re.compile(r"([^\n]*)\nTraceback \(most recent call last\):\n(?:[ \t][^\n]*\n)*([^\n]*)")
 SOLVING_LINE = re.compile(r"plan ([0-9a-f]{32}): solving claim (\d+)")
 # Short lease, grace and result retry: a dead worker's row is requeued within seconds, and a database outage longer
 # than a few seconds makes horses spool their answers.
@@ -546,6 +548,8 @@ class OutageReport:
     spool_replayed: int = 0
     worker_respawns: int = 0
     tracebacks: int = 0
+    # What each traceback in the logs ended with, and the line logged before it: a failure names its cause.
+    traceback_causes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     log_mark: dict[Path, int] = field(default_factory=dict, repr=False)  # where the worker logs stood at the start
 
@@ -622,6 +626,7 @@ def check(deployment: Deployment, traffic: Traffic, report: OutageReport, *, max
         re.findall(r"exited [\d.]+ s after it started|Redis stopped answering as it started", logs)
     )
     report.tracebacks = logs.count("Traceback (most recent call last)")
+    report.traceback_causes = [f"{before.strip()} -> {error.strip()}" for before, error in TRACEBACK.findall(logs)]
     return report
 
 
