@@ -162,7 +162,9 @@ def test_a_night_plan_sets_begin_times_and_releases_in_the_planned_order(slurm, 
         assert started[a] >= planned[a] - 1, (a, started[a], planned[a])  # (Slurm keeps whole seconds)
         for b in ids:
             if planned[a] < planned[b]:
-                assert started[a] <= started[b], (a, b, started)
+                # Whole seconds and the scheduler's cycle: a job may start a second after one planned just after
+                # it (seen once under a full `make test`: planned first, started 1 s later).
+                assert started[a] <= started[b] + 1, (a, b, started, planned)
     print(
         f"\nnight: {len(ids)} jobs, import {run.seconds['import']:.2f} s, plan {run.seconds['plan']:.2f} s, "
         f"apply {run.seconds['apply']:.2f} s; planned start h (x 4 s) vs started s after the night's start: "
