@@ -206,10 +206,10 @@ def grid(
     equal slots: 2.34 h over its 8-h night, 2.19 h over its 34.6-h makespan)."""
     slot = min(max(slot_hours, horizon / BOUND_MAX_SLOTS), max(slot_hours, BOUND_MAX_SLOT_HOURS))
     edges = slot_edges(queue, horizon, slot)
-    if placement_columns(queue, fleet, len(edges) - 1) <= max_columns:
+    per_slot = max(1, placement_columns(queue, fleet, 1))  # every job's hull levels, counted once
+    if per_slot * (len(edges) - 1) <= max_columns:
         return edges
     horizon = min(horizon, hours)
-    per_slot = max(1, placement_columns(queue, fleet, 1))
     windows = len(slot_edges(queue, horizon, horizon)) - 2  # window edges inside the horizon: a slot each
     slots = max(BOUND_MIN_SLOTS, min(max_columns, BOUND_COARSE_COLUMNS) // per_slot - windows)
     return slot_edges(queue, horizon, horizon / slots)
