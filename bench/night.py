@@ -1,10 +1,11 @@
 """Night planner benchmark: plan_night against FIFO, EDF, EASY and conservative backfilling on 24 seeded queues
-and 9 queues of three new families (bench/night_queues.py), 10 queues of a second generator
-(bench/night_queues_other.py) and the sample queue, with lower bounds, per queue, as medians, worst cases and
-geometric means.
+and 9 queues of three new families (bench/night_queues.py), 10 queues each of a second and a third generator
+(bench/night_queues_other.py, bench/night_queues_third.py) and the sample queue, with lower bounds, per queue, as
+medians, worst cases and geometric means.
 
     python -m bench.night          # the whole suite: new families and small queues first, then medium, large, other
     python -m bench.night --sizes burst,wide,hardheavy,lowpower,weights --optimum-s 0   # the second generator
+    python -m bench.night --sizes affinity,gangs,failures,tight,fanin --optimum-s 0    # the third generator
     python -m bench.night --sizes short,chains,halving --out /tmp/night.md
 
 Every timeline is checked with the timeline verifier; results go to bench/results/night.md. The acceptance
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from bench.night_queues import FAMILY_SUITE, HOURS, SUITE, generate, lower_bounds
 from bench.night_queues_other import OTHER_FAMILIES, OTHER_HOURS, OTHER_SUITE, generate_other
+from bench.night_queues_third import THIRD_FAMILIES, THIRD_HOURS, THIRD_SUITE, generate_third
 from optsched.baselines import conservative, easy, edf, fifo
 from optsched.night import NightPlan, plan_night
 from optsched.night.bound import night_bound
@@ -43,7 +45,7 @@ from optsched.verify.timeline import verify_timeline
 
 START = "2026-12-01T22:00"
 BASELINES = {"fifo": fifo, "edf": edf, "easy": easy, "conservative": conservative}
-ORDER = ("short", "chains", "halving", "small", "medium", "large", *OTHER_FAMILIES)
+ORDER = ("short", "chains", "halving", "small", "medium", "large", *OTHER_FAMILIES, *THIRD_FAMILIES)
 OPTIMUM_MAX_JOBS = 30
 KEYS = ("hard", "soft", "makespan", "wmct", "energy")
 
@@ -72,6 +74,15 @@ def metrics(plan: NightPlan) -> dict[str, float]:
     }
 
 
+def _queue(family: str, seed: int) -> tuple[dict, float]:
+    """The queue document of (family, seed) from whichever generator has the family, and its night's hours."""
+    if family in OTHER_FAMILIES:
+        return generate_other(seed, family), OTHER_HOURS
+    if family in THIRD_FAMILIES:
+        return generate_third(seed, family), THIRD_HOURS
+    return generate(seed, family), HOURS[family]
+
+
 def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
@@ -88,7 +99,8 @@ def main(argv=None) -> int:
     rows, results, optima = [], [], []
     slotted_ratios: list[tuple[float, bool]] = []
     suite = sorted(
-        (q for q in (*FAMILY_SUITE, *SUITE, *OTHER_SUITE) if q[0] in sizes), key=lambda q: (sizes.index(q[0]), q[1])
+        (q for q in (*FAMILY_SUITE, *SUITE, *OTHER_SUITE, *THIRD_SUITE) if q[0] in sizes),
+        key=lambda q: (sizes.index(q[0]), q[1]),
     )
     def report(sample_rows: list[str], done: bool) -> str:
         """The results page of the queues run so far (rewritten after each queue: a stopped run keeps them)."""
@@ -143,7 +155,10 @@ def main(argv=None) -> int:
                 " issue 28's families, 24-30 jobs: short (6 h, short jobs, tight soft deadlines), chains (chains of"
                 " 4-6 jobs), halving (the budget above idle halves for 3 h mid-night)); the second generator's"
                 " families, `bench/night_queues_other.py`, 120 jobs, 8 h: burst, wide, hardheavy, lowpower, weights"
-                " (log-normal work, parallel fractions 0.3-0.99, random `after` links)"
+                " (log-normal work, parallel fractions 0.3-0.99, random `after` links); the third generator's,"
+                " `bench/night_queues_third.py`, 120 jobs, 8 h: affinity (per-job speed on each model, allowed models),"
+                " gangs (min_devices), failures (devices down and repaired, jobs not elastic), tight (domain budgets),"
+                " fanin (jobs after 2-3 others, deadlines on them)"
             ),
             (
                 "- planner: `plan_night` at its defaults (candidates: `milp` and `milp-classic` up to 100 jobs,"
@@ -236,8 +251,7 @@ def main(argv=None) -> int:
         return "\n".join(lines)
 
     for size, seed in suite:
-        queue = generate_other(seed, size) if size in OTHER_FAMILIES else generate(seed, size)
-        hours = OTHER_HOURS if size in OTHER_FAMILIES else HOURS[size]
+        queue, hours = _queue(size, seed)
         lb_makespan, lb_wmct = lower_bounds(queue)
         planner, seconds, violations = run(plan_night, queue, hours)
         optimum = slotted = None

@@ -85,6 +85,18 @@ class DispatchPolicy:
         self.rank = rank  # order "ranked": job j's place in a fixed order (the local search's, optsched.night.improve)
         self.horizon = horizon  # hours: the night's end, which sizing "share" fills towards (None: equal shares)
 
+    def static_order(self, fleet: Fleet) -> tuple[int, ...] | None:
+        """The jobs in the order this policy takes them when its order does not change over the night (a waiting
+        job's key depends on the queue alone): the order whose `ranked` replay, at this sizing and start rule, is
+        this policy's night unless a failure cuts a job short. None for an order that changes with time."""
+        if self.order not in STATIC_ORDERS:
+            return None
+        jobs = range(len(fleet.jobs))
+        work = {j: fleet.jobs[j].work_hours for j in jobs}
+        start = View(t=0.0, fleet=fleet, running=(), ready=tuple(jobs), remaining=work, needs_restart=frozenset(),
+                     free=(), next_event=math.inf, preempt=False)
+        return tuple(sorted(jobs, key=lambda j: ORDERS[self.order](start, j)))
+
     def _key(self, view: View, j: int) -> tuple:
         if self.rank is not None:
             return (self.rank[j], j)
@@ -529,6 +541,22 @@ def _deadline_key(view: View, j: int) -> tuple:
     )
 
 
+def _edf_mixed_key(view: View, j: int) -> tuple:
+    """Effective deadline whatever its kind (hard first among equal ones), then priority, then weighted shortest
+    remaining time: the EDF list scheduler's order, where `deadline` runs every hard job before any soft one."""
+    fleet = view.fleet
+    job = fleet.jobs[j]
+    deadline = fleet.effective_deadline(j)
+    return (
+        deadline is None,
+        math.inf if deadline is None else deadline,
+        not job.is_hard,
+        -PRIORITY_WEIGHT[job.priority],
+        -_wspt(view, j),
+        j,
+    )
+
+
 def _wspt_key(view: View, j: int) -> tuple:
     """Weighted shortest remaining time first (priority weight x weight / fastest remaining run)."""
     return (-_wspt(view, j), j)
@@ -568,8 +596,11 @@ def _wspt(view: View, j: int) -> float:
 ORDERS: dict[str, Callable[[View, int], tuple]] = {
     "priority": _priority_key,
     "deadline": _deadline_key,
+    "edf-mixed": _edf_mixed_key,
     "wspt": _wspt_key,
     "hybrid": _hybrid_key,
     "hybrid-soft": _hybrid_soft_key,
     "hybrid-soft-tight": functools.partial(_hybrid_soft_key, slack=TIGHT_SOFT_SLACK_HOURS),
 }
+# The orders whose keys do not change while a job waits (no slack, no time): `DispatchPolicy.static_order`.
+STATIC_ORDERS = ("priority", "deadline", "edf-mixed", "wspt", "hybrid")
