@@ -333,8 +333,8 @@ def plan_night(
         longest = slack * min(p.summary.makespan_hours for _, p in timelines)
         costliest = slack * min(p.summary.energy_kwh for _, p in timelines)
         left = repair_evaluations(len(ids))
-        hopeless = hopeless_deadlines(workload)
         fleet = Fleet(workload)
+        hopeless = hopeless_deadlines(workload, fleet)
         after = fleet.predecessors
         for n, (policy, seed_plan) in enumerate(seeds):
             if n and spent_before(REPAIR_NAME):
@@ -353,7 +353,8 @@ def plan_night(
             # dispatch-hybrid-soft's order, hardheavy-1 keeps its makespan only under the first rule (34.7 against
             # 55.3 h); wide-1's night is 5.30 h with the repair under the second, 5.67 h under the first alone.
             static = policy.static_order(fleet)
-            starts = [(start_order(seed_plan, ids), aware) for aware in (True, False)]
+            started = start_order(seed_plan, ids)
+            starts = [(started, aware) for aware in (True, False)]
             tries = ([(static, policy.completion_aware)] if static is not None else []) + starts
             # Each replay is a whole timeline: none starts once the budget is spent (but the seed's first).
             replays: list[tuple[tuple[int, ...], bool, tuple[tuple, NightPlan]]] = []
@@ -416,12 +417,12 @@ def repair_seeds(timelines: list[tuple[tuple, NightPlan]], runs: list) -> list[t
     return [(policy, plan) for _, plan, policy in picked]
 
 
-def hopeless_deadlines(queue: NightQueue) -> frozenset[str]:
+def hopeless_deadlines(queue: NightQueue, fleet: Fleet | None = None) -> frozenset[str]:
     """The jobs that would miss their deadline even alone on the fleet from their release, after their predecessors
     (`after`) did the same (earliest finish e_j = max(release_j, max over predecessors e_i) + work_j / best
     speedup_j > deadline_j): moving them earlier spends the repair's timelines for nothing (hardheavy-1 of
     bench/night_queues_other.py: h19, 54 h of work on one device, due 8.3 h after its release)."""
-    earliest = Fleet(queue).earliest_finishes
+    earliest = (fleet or Fleet(queue)).earliest_finishes  # `fleet`: the queue's, when the caller has one
     return frozenset(
         job.id
         for j, job in enumerate(queue.jobs)
