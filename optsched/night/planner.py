@@ -121,8 +121,9 @@ CANDIDATE_NAMES = (
     "dispatch-hybrid-soft-tight",
 )
 # On queues of at most REFERENCE_MAX_JOBS jobs the four list schedulers of optsched.baselines.night (FIFO, EDF, EASY
-# and conservative backfilling) run beside the candidates, as candidates and as the reference of `choose`: on a
-# 500-job bench queue conservative backfilling alone took 69 s (the others 2.6-5.1 s), on 120 jobs 1-4 s.
+# and conservative backfilling) run beside the candidates, as candidates and as the reference of `choose`: on the
+# 500-job bench queues conservative backfilling alone takes 7-10 s (the others 1.4-2.5 s), on 120 jobs 0.2-1.1 s
+# (bench/results/night-baselines.md).
 REFERENCE_MAX_JOBS = EFFICIENT_MAX_JOBS
 # A timeline meets the reference when it misses no more soft deadlines and has no larger weighted mean completion
 # than the best of the reference timelines, and its makespan and energy are within this share of their least.
