@@ -9,10 +9,10 @@ effective deadline and weighted shortest remaining time, or by a variant order).
   highest caps whose draw fits every budget in force until it would end: the domain budgets and the global
   budget at every window start before its end, with the running jobs' draws);
 * *wait*: its best finish if it waited for the devices the running jobs will free (their expected ends);
-* it starts now if that does not finish it later than waiting (an urgent job always starts), unless the
-  devices belong to an earlier job's reservation; otherwise it reserves the devices it waits for, and later
-  jobs may start in front of it only if they end before the reservation or use devices it leaves over
-  (EASY's rule, with up to `reservations` reservations).
+* it starts now if that does not finish it later than waiting (an urgent job always starts, unless the policy's
+  `urgent_waits` lets it wait for a sooner finish), unless the devices belong to an earlier job's reservation;
+  otherwise it reserves the devices it waits for, and later jobs may start in front of it only if they end
+  before the reservation or use devices it leaves over (EASY's rule, with up to `reservations` reservations).
 
 Effective deadlines are propagated backwards along `after` chains (a predecessor must end in time for its
 successors to run at their best speed). After the starts, elastic running jobs may grow onto (or move to)
@@ -70,6 +70,7 @@ class DispatchPolicy:
         completion_aware: bool = True,
         rank: tuple[int, ...] | None = None,
         horizon: float | None = None,
+        urgent_waits: bool = False,
     ):
         if order not in ORDERS and not (order == "ranked" and rank is not None):
             raise ValueError(f"unknown order {order!r}; choose one of {sorted(ORDERS)} (or 'ranked' with a rank)")
@@ -84,6 +85,10 @@ class DispatchPolicy:
         self.completion_aware = completion_aware  # else a job starts whenever it can (EASY's rule)
         self.rank = rank  # order "ranked": job j's place in a fixed order (the local search's, optsched.night.improve)
         self.horizon = horizon  # hours: the night's end, which sizing "share" fills towards (None: equal shares)
+        # An urgent job waits for devices the running jobs free when that ends it sooner (no WAIT_GAIN margin), else
+        # it starts at once: tight-1 of bench/night_queues_third.py, q85 started on the one device its domain budget
+        # left and missed its deadline by hours.
+        self.urgent_waits = urgent_waits
 
     def static_order(self, fleet: Fleet) -> tuple[int, ...] | None:
         """The jobs in the order this policy takes them when its order does not change over the night (a waiting
@@ -120,9 +125,13 @@ class DispatchPolicy:
             now = best_now(view, j, free, draws, most=most)
             if now is None and len(held) >= self.reservations:
                 continue  # it cannot start and there is no reservation left to give it
-            patient = j not in urgent and (self.completion_aware or now is None)
+            if j in urgent:
+                patient = self.urgent_waits
+                gain = 0.0
+            else:
+                patient = self.completion_aware or now is None
+                gain = wait_gain(view, now.end) if now else 0.0
             wait = wait_option(view, j, free, uses, ends, held, most=most) if patient else None
-            gain = wait_gain(view, now.end) if now else 0.0
             if now is not None and (wait is None or now.end <= wait.end + gain):
                 if _allowed(now, held):
                     _take(j, now, uses, ends, free, held)

@@ -117,6 +117,10 @@ CANDIDATE_NAMES = (
     "dispatch-edf-efficient",
     "dispatch-edf-mixed",
     "dispatch-edf-mixed-efficient",
+    "dispatch-edf-mixed-aware",
+    "dispatch-edf-mixed-efficient-aware",
+    "dispatch-edf-mixed-patient",
+    "dispatch-edf-mixed-efficient-patient",
     "dispatch-share",
     "dispatch-hybrid-soft-tight",
 )
@@ -288,10 +292,13 @@ def plan_night(
         return start_order(min(timelines, key=lambda t: t[0])[1], ids)
 
     def ranked(
-        name: str, index: int, order: tuple[int, ...], sizing: str = "most", aware: bool = True
+        name: str, index: int, order: tuple[int, ...], sizing: str = "most", aware: bool = True,
+        urgent_waits: bool = False,
     ) -> tuple[tuple, NightPlan]:
         """The dispatch's timeline in a fixed job order (the search's and the repair's), with its key."""
-        trial = DispatchPolicy(name, order="ranked", rank=ranks(order), sizing=sizing, completion_aware=aware)
+        trial = DispatchPolicy(
+            name, order="ranked", rank=ranks(order), sizing=sizing, completion_aware=aware, urgent_waits=urgent_waits
+        )
         plan = night(trial, None)
         return (*score(plan, workload), index), plan
 
@@ -346,7 +353,9 @@ def plan_night(
                     plan.summary.energy_kwh <= max(costliest, slack * seed.summary.energy_kwh) + 1e-9
                 )
 
-            replay = functools.partial(ranked, REPAIR_NAME, len(runs) + 2, sizing=policy.sizing)
+            replay = functools.partial(
+                ranked, REPAIR_NAME, len(runs) + 2, sizing=policy.sizing, urgent_waits=policy.urgent_waits
+            )
             # The start order replayed under each start rule (a job waits for faster devices, or starts whenever
             # it fits), and the seed's own order under its own rule where that order is static (its replay is the
             # seed's night; a start order is not: the EDF orders' replays of tight-1 and gangs-0 of
@@ -596,6 +605,12 @@ def candidate_policies(
         out.append(DispatchPolicy("dispatch-edf-mixed", order="edf-mixed", completion_aware=False))
         out.append(DispatchPolicy("dispatch-edf-mixed-efficient", order="edf-mixed", sizing="efficient",
                                   completion_aware=False))
+        out.append(DispatchPolicy("dispatch-edf-mixed-aware", order="edf-mixed"))
+        out.append(DispatchPolicy("dispatch-edf-mixed-efficient-aware", order="edf-mixed", sizing="efficient"))
+        out.append(DispatchPolicy("dispatch-edf-mixed-patient", order="edf-mixed", completion_aware=False,
+                                  urgent_waits=True))
+        out.append(DispatchPolicy("dispatch-edf-mixed-efficient-patient", order="edf-mixed", sizing="efficient",
+                                  completion_aware=False, urgent_waits=True))
     if every or n > EFFICIENT_MAX_JOBS:
         # The large nights have neither MILP candidates nor the search: a second soft order, with a shorter reach.
         out.append(DispatchPolicy("dispatch-hybrid-soft-tight", order="hybrid-soft-tight"))
