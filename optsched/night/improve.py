@@ -12,10 +12,15 @@ The deadline repair (`repair_deadlines`) is the same kind of search with another
 missed their deadline, only earlier (or to the front), and keeps a move only when the timeline misses fewer
 deadlines (hard, then jobs never run, then soft), or is the first within the makespan and energy the planner
 allows it, and stays within them.
+
+The reference search is `local_search` again with a third aim: lower a timeline's `shortfall`, how many of the
+reference's four measures (optsched.night.planner.meets_reference: soft misses, weighted completion, makespan,
+energy against the best list scheduler's) it misses and by how much, with no more hard misses or jobs never run.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 
 from optsched.schema.night import JobTimeline, NightPlan
@@ -38,6 +43,39 @@ REPAIR_STEPS = (1, 2, 4, 8, 16, 32, 64)
 # jobs a timeline costs about 0.27 s on 2 cores, and 30 of them keep the night well within its 20-s budget.
 REPAIR_EVALUATIONS = 80
 REPAIR_JOB_EVALUATIONS = 3_600
+
+# The reference search's timelines (`shortfall` lowered by insert moves): REFERENCE_EVALUATIONS, fewer on longer
+# queues (REFERENCE_JOB_EVALUATIONS / jobs: 60 at 120 jobs, 8-15 s on 2 cores, so the budget often ends it first).
+REFERENCE_EVALUATIONS = 80
+REFERENCE_JOB_EVALUATIONS = 7_200
+
+
+def reference_evaluations(jobs: int) -> int:
+    """Timelines the reference search may try on a queue of this many jobs."""
+    return min(REFERENCE_EVALUATIONS, REFERENCE_JOB_EVALUATIONS // max(1, jobs))
+
+
+def shortfall(plan: NightPlan, reference: Sequence[NightPlan], slack: float) -> tuple[int, float]:
+    """How far a timeline is from meeting the reference (optsched.night.planner.meets_reference): how many of its
+    four measures miss it (soft misses above the fewest, weighted completion above the least, makespan and energy
+    above (1 + slack) x the least), and the sum of their relative excesses; (0, 0.0) when it meets it."""
+    s = plan.summary
+    best = [r.summary for r in reference]
+    soft = min(len(r.soft_deadlines_missed) for r in best)
+    wmct = min(math.inf if r.weighted_mean_completion_hours is None else r.weighted_mean_completion_hours for r in best)
+    longest = (1.0 + slack) * min(r.makespan_hours for r in best)
+    costliest = (1.0 + slack) * min(r.energy_kwh for r in best)
+    own = math.inf if s.weighted_mean_completion_hours is None else s.weighted_mean_completion_hours
+    # (value, limit, scale): missed when value > limit + 1e-9, as meets_reference has it; by (value - limit) / scale
+    measures = [
+        (len(s.soft_deadlines_missed), soft, max(1, soft)),
+        (own, wmct, wmct),
+        (s.makespan_hours, longest, longest),
+        (s.energy_kwh, costliest, costliest),
+    ]
+    missed = [(value - limit) / max(scale, 1e-9) for value, limit, scale in measures if value > limit + 1e-9]
+    return len(missed), round(sum(missed), 9)
+
 
 def search_evaluations(jobs: int) -> int:
     """Timelines the search may try on a queue of this many jobs."""
