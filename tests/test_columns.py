@@ -278,6 +278,7 @@ def test_partial_pricing_returns_the_most_promising_of_the_full_columns(seed):
 
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_pricing_with_few_hosts_finds_a_column_whenever_every_host_would(seed):
     master, *_ = _lp_duals(generate_racks("L", seed), seed)

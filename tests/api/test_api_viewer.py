@@ -66,6 +66,7 @@ def rows(html: str, table_id: str) -> list[str]:
     return re.findall(r"<tr[ >].*?</tr>", body.group(1), re.DOTALL)
 
 
+@pytest.mark.slow
 def test_a_plan_page_has_the_chart_the_power_by_domain_and_every_job(app, client):
     data = fleet(domains={"rack1": 1800})
     plan = plan_checked(data)
@@ -113,6 +114,7 @@ def test_an_infeasible_plan_page_shows_the_diagnosis_and_every_suggestion(app, c
         assert f"<code>{s.target}</code>" in row and str(escape(s.message)) in row
 
 
+@pytest.mark.slow
 def test_user_text_is_escaped_in_pages_and_drawn_literally_in_charts(app, client):
     data = workload(
         [device("<g>", "m", 2, [(100, 1.0), (50, 0.5)])],
@@ -156,6 +158,7 @@ def test_the_index_lists_every_kind_newest_first_with_links_and_figures(app, cli
     assert page(client, "/", 400, query_string={"cursor": "nonsense"})
 
 
+@pytest.mark.slow
 def test_the_night_page_lists_every_job_with_its_devices_and_clock_times(app, client):
     queue = night_queue()
     queue["failures"] = [{"device": "g", "count": 1, "at_hours": 1.0, "repair_hours": 1.5}]
@@ -207,6 +210,7 @@ def test_the_night_page_lists_every_job_with_its_devices_and_clock_times(app, cl
     assert data["windows"] == [{"from": 2.0, "to": 3.0, "budget": 200.0}]
 
 
+@pytest.mark.slow
 def test_the_frontier_page_carries_its_curve(app, client):
     data = tiny_workload()
     frontier = optsched.frontier(data, budgets=[300, 600])

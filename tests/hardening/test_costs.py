@@ -129,6 +129,7 @@ def finished_night(app, queue: dict, hours: float = 2.0) -> str:
     return record.id
 
 
+@pytest.mark.slow
 def test_a_chart_too_large_to_draw_is_a_409_at_once_and_a_small_one_is_drawn(make_app):
     app = make_app(MAX_CHART_ROWS=50)
     client = app.test_client()

@@ -101,6 +101,7 @@ TINY = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("queue", TINY)
 def test_the_slotted_optimum_is_the_exhaustive_one(queue):
     q = NightQueue.load(queue)

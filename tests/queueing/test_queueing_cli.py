@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from optsched.cli import app
@@ -39,6 +40,7 @@ def test_output_file_and_front_plot(tmp_path):
     assert png.read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.mark.slow
 def test_simulation_method_reports_half_widths(tmp_path):
     doc = study([klass("hi", "high", 0.3, 1.0), klass("lo", "low", 0.3, 1.0)])
     result = runner.invoke(app, ["queueing", str(write(tmp_path, doc)), "--method", "simulation", "--replications", "3",
