@@ -83,6 +83,14 @@ def _queue(family: str, seed: int) -> tuple[dict, float]:
     return generate(seed, family), HOURS[family]
 
 
+def suite_of(sizes: list[str]) -> list[tuple[str, int]]:
+    """The (family, seed) queues of these sizes / families from all three generators, in the order given."""
+    return sorted(
+        (q for q in (*FAMILY_SUITE, *SUITE, *OTHER_SUITE, *THIRD_SUITE) if q[0] in sizes),
+        key=lambda q: (sizes.index(q[0]), q[1]),
+    )
+
+
 def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
@@ -98,10 +106,8 @@ def main(argv=None) -> int:
 
     rows, results, optima = [], [], []
     slotted_ratios: list[tuple[float, bool]] = []
-    suite = sorted(
-        (q for q in (*FAMILY_SUITE, *SUITE, *OTHER_SUITE, *THIRD_SUITE) if q[0] in sizes),
-        key=lambda q: (sizes.index(q[0]), q[1]),
-    )
+    suite = suite_of(sizes)
+
     def report(sample_rows: list[str], done: bool) -> str:
         """The results page of the queues run so far (rewritten after each queue: a stopped run keeps them)."""
         soft_total = sum(r[3]["soft"] for r in results)

@@ -20,10 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.night import BASELINES, START, _queue
-from bench.night_queues import FAMILY_SUITE, SUITE
-from bench.night_queues_other import OTHER_SUITE
-from bench.night_queues_third import THIRD_SUITE
+from bench.night import BASELINES, START, _queue, suite_of
 from optsched.verify.timeline import verify_timeline
 
 DEFAULT_SIZES = "small,medium,burst,wide,hardheavy,lowpower,weights,affinity,gangs,failures,tight,fanin"
@@ -51,14 +48,11 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=Path("bench/results/night-baselines.md"))
     args = parser.parse_args(argv)
     sizes = args.sizes.split(",")
-    suite = sorted(
-        (q for q in (*FAMILY_SUITE, *SUITE, *OTHER_SUITE, *THIRD_SUITE) if q[0] in sizes),
-        key=lambda q: (sizes.index(q[0]), q[1]),
-    )
+    suite = suite_of(sizes)
     load = os.getloadavg()
     began = time.perf_counter()
     rows, totals = [], {name: 0.0 for name in BASELINES}
-    for family, seed, *_ in suite:
+    for family, seed in suite:
         queue, hours = _queue(family, seed)
         cells, digests = [], []
         for name, fn in BASELINES.items():

@@ -250,7 +250,7 @@ class ConservativePolicy(EasyPolicy):
         domains = fleet.queue.power.domains
         # Consecutive instants often leave job j the same devices: the same candidate and draw.
         drawn: dict[tuple[int, ...], tuple[Uses, float, dict[str, float]]] = {}
-        for at, state in profile.states():
+        for at, state in profile.states:
             mine, count = state.devices(eligible)
             if count < want:
                 continue
@@ -301,10 +301,10 @@ class _Profile:
         self.view = view
         # (from, to, devices): held while from <= t + tol < to; a running job's from is -inf
         self.items: list[tuple[float, float, Uses]] = [(-math.inf, ends[i], us) for i, us in uses.items()]
-        self.by_instant: dict[float, _State] = {}
-        for at in {view.t, *(to for _, to, _ in self.items if view.t < to < math.inf)}:
-            self.by_instant[at] = self._state(at)
-        self.order: list[float] = sorted(self.by_instant)
+        # (instant, what holds just after it), by instant
+        self.states: list[tuple[float, _State]] = [
+            (at, self._state(at)) for at in sorted({view.t, *(to for _, to, _ in self.items if view.t < to < math.inf)})
+        ]
 
     def _state(self, at: float) -> _State:
         fleet = self.view.fleet
@@ -316,15 +316,12 @@ class _Profile:
         total, by_domain = fleet.power(still)
         return _State(free, total, by_domain, fleet.budget_at(at))
 
-    def states(self) -> list[tuple[float, _State]]:
-        return [(at, self.by_instant[at]) for at in self.order]
-
     def add(self, begin: float, to: float, uses: Uses) -> None:
         """Devices taken while begin <= t + tol < to: a job started now (begin -inf) or a reservation."""
         fleet = self.view.fleet
         extra = fleet.extra_w(uses)
         extra_by_domain = {d: fleet.extra_w(uses, d) for d in fleet.domains}
-        for at, state in self.by_instant.items():
+        for at, state in self.states:
             if begin <= at + TIME_TOL_HOURS < to:
                 for u in uses:
                     state.free[u.group] -= u.count
@@ -333,9 +330,13 @@ class _Profile:
                 for d, w in extra_by_domain.items():
                     state.by_domain[d] += w
         self.items.append((begin, to, uses))
-        if self.view.t < to < math.inf and to not in self.by_instant:
-            self.by_instant[to] = self._state(to)
-            bisect.insort(self.order, to)
+        k = bisect.bisect_left(self.states, to, key=_instant)
+        if self.view.t < to < math.inf and (k == len(self.states) or self.states[k][0] != to):
+            self.states.insert(k, (to, self._state(to)))
+
+
+def _instant(entry: tuple[float, _State]) -> float:
+    return entry[0]
 
 
 def _priority_order(view: View, j: int) -> tuple:

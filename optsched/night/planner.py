@@ -343,6 +343,8 @@ def plan_night(
                                      stop=lambda: spent_before(SEARCH_NAME))
         logger.debug("night search: %s after %d timelines", key, tried)
         timelines.append((key, plan))
+    # The queue's fleet, as the repair and the reference search read it (predecessors, static orders).
+    fleet = Fleet(workload)
     repair = asked(REPAIR_NAME, REPAIR_MIN_JOBS <= len(workload.jobs) <= REPAIR_MAX_JOBS)
     if repair and timelines and any(misses(min(timelines, key=lambda t: t[0])[1])) and not spent_before(REPAIR_NAME):
         seeds = repair_seeds(timelines, runs)
@@ -353,7 +355,6 @@ def plan_night(
         longest = slack * min(p.summary.makespan_hours for _, p in timelines)
         costliest = slack * min(p.summary.energy_kwh for _, p in timelines)
         left = repair_evaluations(len(ids))
-        fleet = Fleet(workload)
         hopeless = hopeless_deadlines(workload, fleet)
         after = fleet.predecessors
         for n, (policy, seed_plan) in enumerate(seeds):
@@ -408,7 +409,6 @@ def plan_night(
     nearest = reference_seed(timelines, runs, reference) if reach and reference else None
     if nearest is not None and not spent_before(REFERENCE_NAME):
         policy, seed_plan, head = nearest
-        fleet = Fleet(workload)
         replay = functools.partial(
             ranked, REFERENCE_NAME, len(runs) + 3, sizing=policy.sizing, aware=policy.completion_aware,
             urgent_waits=policy.urgent_waits,
@@ -550,19 +550,9 @@ def choose(timelines: list[tuple[tuple, NightPlan]], reference: list[NightPlan] 
 def meets_reference(plan: NightPlan, reference: list[NightPlan]) -> bool:
     """No more soft deadlines missed and no larger weighted mean completion than the best reference timeline's,
     makespan and energy within REFERENCE_SLACK of the least of theirs (each measure's best may be another's)."""
-    s = plan.summary
-    if s.weighted_mean_completion_hours is None or not reference:
+    if plan.summary.weighted_mean_completion_hours is None or not reference:
         return False
-    best = [r.summary for r in reference]
-    slack = 1.0 + REFERENCE_SLACK
-    return (
-        len(s.soft_deadlines_missed) <= min(len(r.soft_deadlines_missed) for r in best)
-        and s.weighted_mean_completion_hours
-        <= min(math.inf if r.weighted_mean_completion_hours is None else r.weighted_mean_completion_hours for r in best)
-        + 1e-9
-        and s.makespan_hours <= slack * min(r.makespan_hours for r in best) + 1e-9
-        and s.energy_kwh <= slack * min(r.energy_kwh for r in best) + 1e-9
-    )
+    return shortfall(plan, reference, REFERENCE_SLACK)[0] == 0
 
 
 def score(plan: NightPlan, queue: NightQueue | None = None) -> tuple:

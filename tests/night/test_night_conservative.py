@@ -16,18 +16,21 @@ from tests.night.night_factories import night_queues
 from tests.support.factories import device, job, workload
 
 
-class CheckedProfile(baselines._Profile):
-    """The profile, each state it hands out compared with one computed from scratch."""
+class CheckedProfile:
+    """Conservative backfilling's reservation search, the profile it reads compared first with one computed from
+    scratch at each of its instants."""
 
     checked = 0
+    search = staticmethod(baselines.ConservativePolicy._reserve_beside)
 
-    def states(self):
-        out = super().states()
+    @staticmethod
+    def reserve_beside(view, j, want, profile):
+        out = profile.states
         # Now, and every end after now of what runs or is reserved: the instants a reservation may start.
-        ends = {self.view.t, *(to for _, to, _ in self.items if self.view.t < to < math.inf)}
+        ends = {profile.view.t, *(to for _, to, _ in profile.items if profile.view.t < to < math.inf)}
         assert [at for at, _ in out] == sorted(ends)
         for at, state in out:
-            fresh = self._state(at)
+            fresh = profile._state(at)
             assert state.free == fresh.free, at
             assert math.isclose(state.total, fresh.total, rel_tol=1e-12, abs_tol=1e-9), at
             assert state.by_domain.keys() == fresh.by_domain.keys()
@@ -35,13 +38,19 @@ class CheckedProfile(baselines._Profile):
                 assert math.isclose(state.by_domain[d], w, rel_tol=1e-12, abs_tol=1e-9), (at, d)
             assert state.budget == fresh.budget
             CheckedProfile.checked += 1
-        return out
+        return CheckedProfile.search(view, j, want, profile)
+
+
+def checked():
+    return mock.patch.object(
+        baselines.ConservativePolicy, "_reserve_beside", staticmethod(CheckedProfile.reserve_beside)
+    )
 
 
 @settings(max_examples=40, deadline=None)
 @given(night_queues(max_jobs=8))
 def test_the_profile_equals_a_fresh_sum_at_every_instant(queue):
-    with mock.patch.object(baselines, "_Profile", CheckedProfile):
+    with checked():
         night_checked(queue, "conservative")
 
 
@@ -52,7 +61,7 @@ def test_a_crowded_queue_reserves_beside_earlier_reservations_and_the_budget():
     jobs = [job(f"j{k}", work=1.0, p=1.0, min_devices=2, max_devices=2) for k in range(6)]
     queue = workload(devices, jobs, power={"budget_w": 30 + 2 * 90})
     CheckedProfile.checked = 0
-    with mock.patch.object(baselines, "_Profile", CheckedProfile):
+    with checked():
         plan = night_checked(queue, "conservative")
     assert CheckedProfile.checked > 0
     starts = sorted(t.start_hours for t in plan.jobs)
