@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 
 from optsched.baselines.night import NIGHT_BASELINES
-from optsched.night.planner import CANDIDATE_NAMES, REFERENCE_MAX_JOBS, meets_reference
+from optsched.night.planner import CANDIDATE_NAMES, REFERENCE_MAX_JOBS, choose, meets_reference
 from tests.night.conftest import START, night_checked
 from tests.night.night_factories import night_queues
 from tests.support.factories import device, job, workload
@@ -69,3 +69,29 @@ def test_the_plan_meets_the_reference_wherever_a_list_schedule_with_as_few_hard_
     same = [r for r in reference if (len(r.summary.hard_deadlines_missed), len(r.summary.never_ran)) == first]
     if any(meets_reference(r, reference) for r in same):
         assert meets_reference(plan, reference)
+
+
+def with_summary(plan, **changes):
+    """`plan` with these summary measures changed (what `choose` and `meets_reference` read)."""
+    return plan.model_copy(update={"summary": plan.summary.model_copy(update=changes)})
+
+
+def test_where_no_night_meets_the_reference_the_one_missing_fewest_of_its_measures_is_kept():
+    base = night_checked(soft_first_queue())
+    reference = [with_summary(base, soft_deadlines_missed=(), weighted_mean_completion_hours=3.0,
+                              makespan_hours=10.0, energy_kwh=100.0)]
+    # Both miss a soft deadline the reference keeps; the better ranked also draws 20 % more energy.
+    dear = with_summary(base, soft_deadlines_missed=("B",), weighted_mean_completion_hours=2.0,
+                        makespan_hours=9.0, energy_kwh=120.0)
+    lean = with_summary(base, soft_deadlines_missed=("B",), weighted_mean_completion_hours=2.5,
+                        makespan_hours=9.0, energy_kwh=100.0)
+    timelines = [((0, 0, 2.0, 1, 9.0, 120.0, 0), dear), ((0, 0, 2.5, 1, 9.0, 100.0, 1), lean)]
+    assert not any(meets_reference(p, reference) for _, p in timelines)
+    assert choose(timelines, reference) is lean
+    # Without a reference the ranking decides alone; a night that meets it wins over both.
+    assert choose(timelines) is dear
+    meets = with_summary(base, soft_deadlines_missed=(), weighted_mean_completion_hours=2.9,
+                         makespan_hours=9.0, energy_kwh=104.0)
+    assert choose([*timelines, ((0, 0, 2.9, 0, 9.0, 104.0, 2), meets)], reference) is meets
+    # Hard misses still come first: a night with one more is not taken for missing fewer measures.
+    assert choose([((1, 0, 2.5, 1, 9.0, 100.0, 1), lean), ((0, 0, 2.0, 1, 9.0, 120.0, 0), dear)], reference) is dear
