@@ -649,7 +649,7 @@ def candidate_policies(
         # One MILP candidate on the mid-size nights, each event's MILP to a looser gap: alone, on the 28 bench
         # nights of 120 jobs, it took 4.5-66 s at 1 % and ended jobs sooner than the best list scheduler on all 28
         # (weighted completion 0.17-0.97 x); on gangs-0 of bench/night_queues_third.py it missed 4-7 soft
-        # deadlines (EDF 8, every dispatch candidate 3-34 with 3-6 hard misses, or 17+ with none) in 15.5 s at
+        # deadlines (EDF 8; the dispatch candidates 3-34 with 1-6 hard misses, or 21+ with none) in 15.5 s at
         # 1 %, 10.8 s at 5 % and 9.2 s at 10 %: the 7-12 s a 20-s budget leaves after the other candidates.
         out.append(
             MilpPolicy(
