@@ -469,6 +469,13 @@ def repair_seeds(timelines: list[tuple[tuple, NightPlan]], runs: list) -> list[t
     return [(policy, plan) for _, plan, policy in picked]
 
 
+def tied_with_best(timelines: list[tuple[tuple, NightPlan]]) -> list[tuple[tuple, NightPlan]]:
+    """The timelines whose key ties the best one's on what ranks before the priced weighted completion (hard
+    misses, jobs never run, fairness): key = (*score, candidate), that head all but its last 5 entries."""
+    head = min(key for key, _ in timelines)[:-5]
+    return [(key, plan) for key, plan in timelines if key[:-5] == head]
+
+
 def reference_seed(
     timelines: list[tuple[tuple, NightPlan]], runs: list, reference: list[NightPlan]
 ) -> tuple[DispatchPolicy, NightPlan, tuple] | None:
@@ -478,8 +485,8 @@ def reference_seed(
     dispatch candidate)."""
     if not timelines:
         return None
-    head = min(timelines, key=lambda t: t[0])[0][:-5]
-    tied = [(key, plan) for key, plan in timelines if key[:-5] == head]
+    tied = tied_with_best(timelines)
+    head = tied[0][0][:-5]
     if any(meets_reference(plan, reference) for _, plan in tied):
         return None
     ran = [(key, plan, runs[key[-1]]) for key, plan in tied if key[-1] < len(runs)]
@@ -537,14 +544,13 @@ def choose(timelines: list[tuple[tuple, NightPlan]], reference: list[NightPlan] 
     0.99 x the least energy, not 6 and 1.18 x for a 25 % lower weighted completion."""
     if not timelines:
         raise ValueError("no timeline to choose from")
-    key, plan = min(timelines, key=lambda t: t[0])
-    # key = (*score, candidate): what ranks before the priced weighted completion is all but the last 5 entries.
-    tied = [(k, p) for k, p in timelines if k[:-5] == key[:-5]]
+    tied = tied_with_best(timelines)
     if reference:
         # Those that miss fewest of the reference's four measures: none where one meets it.
         missed = [shortfall(p, reference, REFERENCE_SLACK)[0] for _, p in tied]
-        tied = [t for t, m in zip(tied, missed, strict=True) if m == min(missed)]
-        key, plan = min(tied, key=lambda t: t[0])
+        fewest = min(missed)
+        tied = [t for t, m in zip(tied, missed, strict=True) if m == fewest]
+    key, plan = min(tied, key=lambda t: t[0])
 
     def relative(p: NightPlan) -> float:
         wmct = p.summary.weighted_mean_completion_hours
@@ -619,20 +625,26 @@ def candidate_policies(
     out: list[Policy] = []
     # Under a fairness objective each event's MILP weighs the jobs by the service they have attained.
     weighting = queue.night_fairness if queue.objective in FAIR_OBJECTIVES else "wsrpt"
-    soft = any(job.deadline_hours is not None and not job.is_hard for job in queue.jobs)
+    # `milp-soft` prices soft deadlines on top of the weighted-shortest-remaining-time weights.
+    soft = weighting == "wsrpt" and any(job.deadline_hours is not None and not job.is_hard for job in queue.jobs)
+
+    def milp(name: str, weights: str, gap: float) -> MilpPolicy:
+        return MilpPolicy(time_limit_s=time_limit_s, mip_gap=gap, weighting=weights, name=name, deadline=deadline)
+
     if every or n <= MILP_MAX_JOBS:
-        out.append(
-            MilpPolicy(time_limit_s=time_limit_s, mip_gap=mip_gap, weighting=weighting, name="milp", deadline=deadline)
-        )
-        if every or (soft and weighting == "wsrpt"):
+        out.append(milp("milp", weighting, mip_gap))
+        if every or soft:
             # A second MILP pricing soft deadlines: alone it gained soft misses on some bench queues and lost them
             # on others (docs/changelog.md, 2026-12-04); as a candidate the ranking keeps the better timeline.
-            out.append(
-                MilpPolicy(
-                    time_limit_s=time_limit_s, mip_gap=mip_gap, weighting="wsrpt-soft", name="milp-soft",
-                    deadline=deadline,
-                )
-            )
+            out.append(milp("milp-soft", "wsrpt-soft", mip_gap))
+    elif n <= MID_MILP_MAX_JOBS:
+        # One MILP candidate on the mid-size nights, each event's MILP to a looser gap: alone, on the 28 bench
+        # nights of 120 jobs, it took 4.5-66 s at 1 % and ended jobs sooner than the best list scheduler on all 28
+        # (weighted completion 0.17-0.97 x); on gangs-0 of bench/night_queues_third.py it missed 4-7 soft
+        # deadlines (EDF 8; the dispatch candidates 3-34 with 1-6 hard misses, or 21+ with none) in 15.5 s at
+        # 1 %, 10.8 s at 5 % and 9.2 s at 10 %: the 7-12 s a 20-s budget leaves after the other candidates.
+        gap = max(mip_gap, MID_MILP_GAP)
+        out.append(milp("milp-soft", "wsrpt-soft", gap) if soft else milp("milp", weighting, gap))
     if every or n <= CLASSIC_MAX_JOBS:
         out.append(
             MilpPolicy(
@@ -643,19 +655,6 @@ def candidate_policies(
                 weighting="priority",
                 name="milp-classic",
                 deadline=deadline,
-            )
-        )
-    elif n <= MID_MILP_MAX_JOBS:
-        # One MILP candidate on the mid-size nights, each event's MILP to a looser gap: alone, on the 28 bench
-        # nights of 120 jobs, it took 4.5-66 s at 1 % and ended jobs sooner than the best list scheduler on all 28
-        # (weighted completion 0.17-0.97 x); on gangs-0 of bench/night_queues_third.py it missed 4-7 soft
-        # deadlines (EDF 8; the dispatch candidates 3-34 with 1-6 hard misses, or 21+ with none) in 15.5 s at
-        # 1 %, 10.8 s at 5 % and 9.2 s at 10 %: the 7-12 s a 20-s budget leaves after the other candidates.
-        out.append(
-            MilpPolicy(
-                time_limit_s=time_limit_s, mip_gap=max(mip_gap, MID_MILP_GAP), deadline=deadline,
-                weighting="wsrpt-soft" if soft and weighting == "wsrpt" else weighting,
-                name="milp-soft" if soft and weighting == "wsrpt" else "milp",
             )
         )
     out += [DispatchPolicy(f"dispatch-{order}", order=order) for order in DISPATCH_ORDERS]
