@@ -408,10 +408,9 @@ class MilpPolicy:
         devices) ran on one device from 1.5 h to 34.7 h and the night's makespan was 1.4-1.7 x the best list
         scheduler's. Not where nothing will change any more (it takes what there is), nor for `milp-classic`,
         whose guard skips hard jobs with a deadline."""
-        fleet = view.fleet
         if entry.deadline is not None or not self.completion_aware or math.isinf(view.next_event):
             return entry
-        on_free = fleet.best_speedup(entry.job, view.free)
+        on_free = view.fleet.best_speedup(entry.job, view.free)
         if on_free <= 0:
             return entry
         return replace(entry, deadline=entry.restart + self.slowdown_cap * entry.remaining / on_free)

@@ -634,8 +634,10 @@ def candidate_policies(
     # `milp-soft` prices soft deadlines on top of the weighted-shortest-remaining-time weights.
     soft = weighting == "wsrpt" and any(job.deadline_hours is not None and not job.is_hard for job in queue.jobs)
 
-    def milp(name: str, weights: str, gap: float) -> MilpPolicy:
-        return MilpPolicy(time_limit_s=time_limit_s, mip_gap=gap, weighting=weights, name=name, deadline=deadline)
+    def milp(name: str, weights: str, gap: float, **rules: bool) -> MilpPolicy:
+        return MilpPolicy(
+            time_limit_s=time_limit_s, mip_gap=gap, weighting=weights, name=name, deadline=deadline, **rules
+        )
 
     if every or n <= MILP_MAX_JOBS:
         out.append(milp("milp", weighting, mip_gap))
@@ -652,17 +654,7 @@ def candidate_policies(
         gap = max(mip_gap, MID_MILP_GAP)
         out.append(milp("milp-soft", "wsrpt-soft", gap) if soft else milp("milp", weighting, gap))
     if every or n <= CLASSIC_MAX_JOBS:
-        out.append(
-            MilpPolicy(
-                time_limit_s=time_limit_s,
-                mip_gap=mip_gap,
-                completion_aware=False,
-                elastic=False,
-                weighting="priority",
-                name="milp-classic",
-                deadline=deadline,
-            )
-        )
+        out.append(milp("milp-classic", "priority", mip_gap, completion_aware=False, elastic=False))
     out += [DispatchPolicy(f"dispatch-{order}", order=order) for order in DISPATCH_ORDERS]
     if every or n <= EFFICIENT_MAX_JOBS:
         out.append(DispatchPolicy("dispatch-efficient", order="priority", sizing="efficient", completion_aware=False))

@@ -11,9 +11,9 @@ from tests.support.factories import device, job, workload
 def long_beside_short() -> dict:
     """Four devices of speed 1, nothing running at 0 h (so no job has a wait to compare with), one job still to be
     released (so the night is not over): A, 8 h of work on up to 4 devices, not elastic (it keeps the devices it
-    starts on), and three 0.25-h jobs on one device each. By
-    weighted shortest remaining time an hour of A is worth an eighth of a short job's, so an unguarded MILP starts
-    A on the one device the short jobs leave and A ends at 8 h; on all four its run is 2 h."""
+    starts on), and three 0.25-h jobs on one device each. By weighted shortest remaining time an hour of A is worth
+    an eighth of a short job's, so an unguarded MILP starts A on the one device the short jobs leave and A ends at
+    8 h; on all four its run is 2 h."""
     return workload(
         [device("g", "m", 4, [(100, 1.0)])],
         [
