@@ -33,7 +33,8 @@ The candidates (every one deterministic, every timeline checked by the same rule
 
 After them, on queues of at most SLOTTED_MAX_JOBS jobs, `milp-slotted` (optsched.night.slotted): the whole night
 decided at once by a non-preemptive time-indexed MILP (one start per job at a slot edge, on one device type), its
-schedule carried out by the engine. Then, on queues of SEARCH_MIN_JOBS..SEARCH_MAX_JOBS jobs, `dispatch-search`
+schedule carried out by the engine, as it is (`milp-slotted`) and with the devices of jobs not yet ready held for
+them (`milp-slotted-reserved`). Then, on queues of SEARCH_MIN_JOBS..SEARCH_MAX_JOBS jobs, `dispatch-search`
 (optsched.night.improve): the dispatch in a fixed job order, improved by local search from the best candidate's
 start order; its timeline is kept only if it beats every candidate. Last, on queues of REPAIR_MIN_JOBS..
 REPAIR_MAX_JOBS jobs whose best timeline so far misses a deadline, `dispatch-repair`
@@ -178,13 +179,20 @@ REFERENCE_NAME = "dispatch-reference"
 SLOTTED_NAME = "milp-slotted"
 SLOTTED_MAX_JOBS = 30
 SLOTTED_HORIZON = 1.2
+# Where its MILP finds no schedule by that horizon (and says so well within its time limit), the horizon doubled, at
+# most this many times: the candidates that ran every job may all have missed a critical deadline to end early.
+SLOTTED_RETRIES = 2
+# The slotted schedule is carried out twice: as `milp-slotted`, a job starts as soon as it fits, and as
+# `milp-slotted-reserved`, jobs not yet ready hold their slot's devices and draw against the jobs after them
+# (optsched.night.slotted.SlottedPolicy, reserve).
+SLOTTED_RESERVED_NAME = "milp-slotted-reserved"
 # Its MILP prices a soft miss at this many hours of its job's weight, above the ranking's SOFT_MISS_HOURS: the
 # engine starts jobs earlier than their slots, so the schedule's misses are what is left to keep. short-301 of
 # bench/night_queues.py at 10 s: priced at 1 h, 1.329 h with 4 soft misses (the best baseline misses 3); at 3 h,
 # 1.393 h with 2; at 10 h, 1.509 h with 2.
 SLOTTED_SOFT_MISS_HOURS = 3.0
 # What `candidates` may name: the candidate policies and the phases after them.
-ASKABLE_NAMES = (*CANDIDATE_NAMES, SLOTTED_NAME, SEARCH_NAME, REPAIR_NAME, REFERENCE_NAME)
+ASKABLE_NAMES = (*CANDIDATE_NAMES, SLOTTED_NAME, SLOTTED_RESERVED_NAME, SEARCH_NAME, REPAIR_NAME, REFERENCE_NAME)
 
 
 def plan_night(
@@ -330,23 +338,36 @@ def plan_night(
         """Whether the phase `name` runs: by the queue's size, or, with `candidates` named, when it is one of them."""
         return by_size if candidates is None else name in candidates
 
-    slotted = asked(SLOTTED_NAME, len(workload.jobs) <= SLOTTED_MAX_JOBS)
+    slotted = [n for n in (SLOTTED_NAME, SLOTTED_RESERVED_NAME) if asked(n, len(workload.jobs) <= SLOTTED_MAX_JOBS)]
     # Without a candidate that ran every job (`candidates` asked for this one alone), the night's length.
     finished = [p.summary.makespan_hours for _, p in timelines if not p.summary.never_ran] or [hours]
-    if slotted and not spent_before(SLOTTED_NAME):
-        # HiGHS starts from the slotted schedule of the best candidate's start order.
-        schedule = solve_slotted(
-            workload,
-            horizon_hours=SLOTTED_HORIZON * min(finished),
-            time_limit_s=time_limit_within(SLOTTED_TIME_LIMIT_S, deadline),
-            restart_hours=restart_hours,
-            order=best_start_order(),
-            soft_miss_hours=SLOTTED_SOFT_MISS_HOURS,
-        )
-        logger.debug("night slotted: %s, %s", schedule.outcome.value, schedule.reason or schedule.objective)
-        plan = within_budget(SlottedPolicy(schedule, SLOTTED_NAME)) if schedule.starts else None
-        if plan is not None:
-            timelines.append(((*score(plan, workload), len(runs)), plan))
+    if slotted and not spent_before(slotted[0]):
+        horizon = SLOTTED_HORIZON * min(finished)
+        for retry in range(SLOTTED_RETRIES + 1):
+            # HiGHS starts from the slotted schedule of the best candidate's start order.
+            limit = time_limit_within(SLOTTED_TIME_LIMIT_S, deadline)
+            schedule = solve_slotted(
+                workload,
+                horizon_hours=horizon,
+                time_limit_s=limit,
+                restart_hours=restart_hours,
+                order=best_start_order(),
+                soft_miss_hours=SLOTTED_SOFT_MISS_HOURS,
+            )
+            logger.debug("night slotted: %s, %s", schedule.outcome.value, schedule.reason or schedule.objective)
+            # No schedule ends by the horizon, found well within the limit: the shortest candidates may have kept
+            # it short by missing a hard deadline (a night that waits for a critical job's release runs longer).
+            if schedule.starts or schedule.seconds >= limit / 2 or retry == SLOTTED_RETRIES:
+                break
+            if spent_before(slotted[0]):
+                break
+            horizon *= 2.0
+        # The reserving one after every other timeline in the ties (the phases below take len(runs) + 1..3).
+        for name, index in ((SLOTTED_NAME, len(runs)), (SLOTTED_RESERVED_NAME, len(runs) + 4)):
+            if name in slotted and schedule.starts:
+                plan = within_budget(SlottedPolicy(schedule, name, reserve=name == SLOTTED_RESERVED_NAME))
+                if plan is not None:
+                    timelines.append(((*score(plan, workload), index), plan))
     search = asked(SEARCH_NAME, SEARCH_MIN_JOBS <= len(workload.jobs) <= SEARCH_MAX_JOBS)
     if search and not spent_before(SEARCH_NAME):
         seed = best_start_order() or tuple(range(len(ids)))
@@ -441,7 +462,7 @@ def plan_night(
         logger.debug("night reference search from %s: %s after %d timelines", policy.name, key[:3], tried)
         timelines.append((key[-1], plan))
     if not timelines:
-        # Only `milp-slotted` was asked for and its model found no schedule (too large, or none ends by its
+        # Only the slotted candidates were asked for and their model found no schedule (too large, or none ends by its
         # horizon): the night is still planned, by the first dispatch, and `chosen` says so.
         fallback = DispatchPolicy(f"dispatch-{DISPATCH_ORDERS[0]}", order=DISPATCH_ORDERS[0])
         plan = night(fallback)

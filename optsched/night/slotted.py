@@ -17,7 +17,10 @@ reached by the planner. optsched.night.bound is the lower bound; this model answ
 a plan is from the best non-preemptive night this discretisation can see, and gives plan_night its `milp-slotted`
 candidate: `SlottedPolicy` takes the jobs in the order of their slotted starts, each on its group, level and
 count, as soon as its devices are free and its draw fits every budget until it ends (`fits`), so the engine's
-timeline starts every job no later than its slot would unless a job before it ran late.
+timeline starts every job no later than its slot would unless a job before it ran late. With `reserve`
+(`milp-slotted-reserved`) a job not yet ready holds its slot's devices and draw from its slotted start on against
+the jobs after it in the schedule, which start early only where they leave it room: a job released later is not
+left without devices by one that was ready first.
 """
 
 from __future__ import annotations
@@ -33,10 +36,11 @@ import numpy as np
 
 from optsched.night.bound import Matrix, hull_levels, slot_edges
 from optsched.night.dispatch import fits
-from optsched.night.engine import Decision, View
-from optsched.night.fleet import Fleet, Use
+from optsched.night.engine import Decision, Running, View
+from optsched.night.fleet import Fleet, Use, Uses
 from optsched.night.milp import SOFT_MISS_HOURS
 from optsched.schema.night import NightQueue
+from optsched.schema.tolerances import TIME_TOL_HOURS
 from optsched.solve.highs import MIN_SOLVE_S, Outcome, SolveResult, run_highs
 
 logger = logging.getLogger(__name__)
@@ -130,16 +134,23 @@ def counts(most: int, least: int) -> list[int]:
 
 
 def job_options(model: Slotted, j: int) -> list[tuple[int, int, int, float, range]]:
-    """(group, level, count, hours, slots) of job j: each way it can run, and the slots it can start in on it (from
-    its release, ending by the horizon, and by its hard deadline if any way can)."""
+    """(group, level, count, hours, slots) of job j: each way it can run whose draw alone fits some slot's budgets,
+    and the slots it can start in on it (from its release, ending by the horizon, and by its hard deadline if any
+    way can)."""
     q, fleet, edges = model.queue, model.fleet, model.edges
     job = q.jobs[j]
     first = bisect.bisect_left(edges, job.release_hours - 1e-9)
+    # The most each budget allows above idle in any slot: a way that draws more never runs, and a hard deadline
+    # that only such ways could keep must not rule out the ways that can run (the model would have no schedule).
+    roomiest = {scope: max(per_slot, default=math.inf) for scope, per_slot in model.budgets().items()}
     out = []
     for g in fleet.eligible_groups[j]:
         levels = sorted({fleet.fastest_level(j, g), *hull_levels(q, g)})
         for k in counts(min(fleet.max_devices(j), q.devices[g].count), max(1, job.min_devices)):
             for level in levels:
+                extra, scopes = model.draw(Start(j, g, level, k, first, 0.0, 0.0))
+                if any(extra > roomiest[scope] + 1e-9 for scope in scopes):
+                    continue
                 hours = job.work_hours / fleet.speedup(j, (Use(g, level, k),))
                 last = bisect.bisect_right(edges, edges[-1] - hours + 1e-9, hi=len(edges) - 1)
                 out.append((g, level, k, hours, range(first, last)))
@@ -334,9 +345,12 @@ def slotted_edges(queue: NightQueue, horizon: float) -> list[float]:
     """Slot edges over the horizon: SLOTTED_SLOTS slots, none shorter than SLOTTED_MIN_SLOT_HOURS, and one slot more
     for each job along the longest `after` chain but one. Why: each job of a chain starts at the first edge after
     its predecessor ends, up to a slot later than a timeline would; chains-312 of bench/night_queues.py (chains of
-    up to 6 jobs) had no schedule by 1.2 x its plan's makespan without them."""
+    up to 6 jobs) had no schedule by 1.2 x its plan's makespan without them. The release of each job with a hard
+    deadline is an edge too: the first edge after it may leave too little time to keep the deadline."""
     slot = max(SLOTTED_MIN_SLOT_HOURS, horizon / SLOTTED_SLOTS)
-    return slot_edges(queue, horizon + (chain_length(queue) - 1) * slot, slot)
+    edges = slot_edges(queue, horizon + (chain_length(queue) - 1) * slot, slot)
+    hard = {round(job.release_hours, 9) for job in queue.jobs if job.is_hard and 0 < job.release_hours < edges[-1]}
+    return sorted(set(edges) | hard)
 
 
 def chain_length(queue: NightQueue) -> int:
@@ -412,9 +426,10 @@ class SlottedPolicy:
     and count (fewer when failures leave fewer devices up) as soon as they are free and its draw fits; a job that
     cannot start keeps its devices from the jobs after it, which may take only what is left (backfilling)."""
 
-    def __init__(self, schedule: SlottedSchedule, name: str = "milp-slotted"):
+    def __init__(self, schedule: SlottedSchedule, name: str = "milp-slotted", reserve: bool = False):
         self.name = name
         self.schedule = schedule
+        self.reserve = reserve
         self.rank = {s.job: k for k, s in enumerate(schedule.starts)}
         self.start = {s.job: s for s in schedule.starts}
         self._reported = False
@@ -424,16 +439,27 @@ class SlottedPolicy:
         ends = {r.job: view.finish_at(r) for r in view.running}
         free = list(view.free)
         stalled = {r.job: r for r in view.stalled}
-        for j in sorted(view.ready, key=lambda j: (self.rank.get(j, math.inf), j)):
-            s = self.start.get(j)
-            if s is None:
+        ready = set(view.ready)
+        running = set(uses)
+        # With `reserve`, jobs not yet ready hold their slot's devices and draw from their slotted start on (from
+        # now when it has passed) against the jobs ranked after them, as stalled jobs hold theirs from their
+        # resumption: a job starts early only where it leaves them room.
+        held: dict[int, Running] = {}
+        for j in sorted(self.start, key=lambda j: (self.rank[j], j)):
+            s = self.start[j]
+            wanted = self._wanted(view, j, s)
+            if j not in ready:
+                if self.reserve and j not in running and view.work_left.get(j, 0.0) > 0.0:
+                    held[j] = Running(j, wanted, 0.0, 0.0, since=max(view.t, s.start))
                 continue
-            up = view.up[s.group] if view.up else view.fleet.queue.devices[s.group].count
-            k = max(view.fleet.jobs[j].min_devices, min(s.count, up))
-            wanted = (Use(s.group, s.level, k),)
             speed = view.fleet.speedup(j, wanted)
             end = view.t + view.restart_of(j) + (view.remaining[j] / speed if speed > 0 else math.inf)
-            if free[s.group] >= k and fits(view, wanted, end, uses, ends, stalled=stalled):
+            k = wanted[0].count
+            if (
+                free[s.group] >= k
+                and self._room(view, wanted[0], end, uses, ends, held)
+                and fits(view, wanted, end, uses, ends, stalled={**stalled, **held})
+            ):
                 uses[j], ends[j] = wanted, end
                 free[s.group] -= k
             else:
@@ -442,3 +468,26 @@ class SlottedPolicy:
         limited = not self._reported and self.schedule.outcome is not Outcome.optimal
         self._reported = True
         return Decision(uses, solve=self.name, time_limited=limited)
+
+    @staticmethod
+    def _wanted(view: View, j: int, s: Start) -> Uses:
+        """Job j's slotted group, level and count (its min_devices at least; fewer while devices are down)."""
+        up = view.up[s.group] if view.up else view.fleet.queue.devices[s.group].count
+        return (Use(s.group, s.level, max(view.fleet.jobs[j].min_devices, min(s.count, up))),)
+
+    @staticmethod
+    def _room(view: View, wanted: Use, end: float, uses, ends, held: dict[int, Running]) -> bool:
+        """`wanted`'s devices are free beside the running jobs' and the held ones' at each held job's start before
+        `end` (from now on)."""
+        g = wanted.group
+        up = view.up[g] if view.up else view.fleet.queue.devices[g].count
+        # (from, until, devices of group g): the running jobs' from now, the held ones' from their start on.
+        spans = [(view.t, ends[i], sum(u.count for u in us if u.group == g)) for i, us in uses.items()]
+        spans += [(r.since, math.inf, sum(u.count for u in r.uses if u.group == g)) for r in held.values()]
+        for at in sorted({r.since for r in held.values() if r.since < end - TIME_TOL_HOURS}):
+            at = max(at, view.t)
+            busy = sum(n for since, until, n in spans if since <= at + TIME_TOL_HOURS and (until > at + TIME_TOL_HOURS
+                       or at == view.t))
+            if busy + wanted.count > up:
+                return False
+        return True

@@ -11,12 +11,14 @@ import pytest
 from hypothesis import given, settings
 
 from optsched.night import plan_night
+from optsched.night.engine import simulate
 from optsched.night.fleet import Fleet
-from optsched.night.planner import SLOTTED_NAME
-from optsched.night.slotted import Start, build, slotted_edges, solve_slotted
+from optsched.night.planner import SLOTTED_NAME, SLOTTED_RESERVED_NAME
+from optsched.night.slotted import SlottedPolicy, Start, build, slotted_edges, solve_slotted
 from optsched.schema.errors import InvalidWorkload
 from optsched.schema.night import NightQueue
 from optsched.solve.highs import Outcome
+from optsched.verify.timeline import verify_timeline
 from tests.night.conftest import START, night_checked
 from tests.night.night_factories import night_queues
 from tests.support.factories import device, job, workload
@@ -157,3 +159,55 @@ def test_unknown_candidates_are_refused_with_the_slotted_one_listed():
         plan_night(TINY[0], start=START, hours=8, candidates=("milp-slotty",))
     assert err.value.errors[0].path == "candidates"
     assert SLOTTED_NAME in err.value.errors[0].message
+
+
+# Drawn by tests/night/test_night_properties.py: the critical j3 is released at 1 h and needs one device until its
+# deadline at 4 h; j0 needs both devices, at the lower cap (two at the top cap draw over the budget), for 3.75 h.
+# Every candidate that starts j0 at once makes j3 miss; the list schedulers never run j0 at all.
+CRITICAL_LATER = workload(
+    [device("g0", "fast", 2, [(100.0, 1.0), (50.0, 0.6)], idle_w=10.0, domain="r0", memory_gb=40.0)],
+    [
+        job("j0", work=3.0, p=0.5, priority="low", max_devices=2, min_devices=2, speed_on={"slow": 1.5}),
+        job("j1", work=1.0, p=0.0, priority="normal", release_hours=1.0, after=["j0"]),
+        job("j2", work=3.0, p=0.5, priority="low", release_hours=1.0, deadline_hours=4.0, after=["j1"],
+            max_devices=2, speed_on={"slow": 1.5}),
+        job("j3", work=3.0, p=0.5, priority="critical", release_hours=1.0, deadline_hours=4.0, max_devices=2),
+    ],
+    power={"budget_w": 164},
+    options={"time_limit_s": 20, "mip_gap": 1e-6},
+)
+
+
+def test_a_way_over_every_budget_leaves_a_hard_deadline_to_the_ways_that_fit():
+    q = NightQueue.load(CRITICAL_LATER)
+    edges = slotted_edges(q, 18.33)
+    # A release between slot edges: j3's first start at the next edge would end after its deadline.
+    assert 1.0 in edges
+    model = build(q, Fleet(q), edges)
+    assert all(s.count * q.devices[s.group].power_levels[s.level].cap_w <= 164 - 20 for s in model.starts)
+    # Two devices at the top cap were j3's only way to end by 4 h from the edge after its release; kept alone,
+    # they left no schedule at all.
+    result = solve_slotted(q, horizon_hours=18.33, time_limit_s=10)
+    assert result.starts and schedule_problems(q, result.starts, edges) == []
+
+
+def test_reserving_keeps_a_later_jobs_slot_from_the_jobs_after_it():
+    q = NightQueue.load(CRITICAL_LATER)
+    schedule = solve_slotted(q, horizon_hours=16.0, time_limit_s=10)
+    first = min(schedule.starts, key=lambda s: s.start)
+    assert q.jobs[first.job].id == "j3" and first.start == 1.0
+    plain = simulate(q, SlottedPolicy(schedule), start=START, hours=8.0)
+    held = simulate(q, SlottedPolicy(schedule, reserve=True), start=START, hours=8.0)
+    for plan in (plain, held):
+        assert verify_timeline(q, plan) == []
+    # Without the reservation j0 starts at once (j3 is not released yet) and holds both devices past j3's deadline.
+    assert plain.summary.hard_deadlines_missed == ("j3",)
+    assert not held.summary.hard_deadlines_missed and not held.summary.never_ran
+    by_id = {t.job: t for t in held.jobs}
+    assert by_id["j0"].start_hours >= by_id["j3"].finish_hours - 1e-9
+
+
+def test_the_planner_waits_for_the_critical_job_and_runs_every_job():
+    plan = night_checked(CRITICAL_LATER, bound_time_limit_s=0)
+    assert not plan.summary.hard_deadlines_missed and not plan.summary.never_ran
+    assert plan.chosen == SLOTTED_RESERVED_NAME

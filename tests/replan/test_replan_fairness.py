@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import optsched
+from optsched.model.data import ModelData
 from optsched.model.objectives import TIE_BREAK_SHARE
 from optsched.replan import moved_jobs
 from optsched.schema.tolerances import FAIRNESS_TOLERANCE
@@ -36,14 +37,22 @@ def assert_fair(result) -> None:
         result.workload.model_dump(mode="json"), found.solo, {p.job: p.speedup for p in plan.placements}))
     assert result.net_objective == pytest.approx(plan.weighted_speedup - result.move_cost)
     assert result.net_gap is not None and result.net_bound is not None
-    assert abs(result.net_bound - result.net_objective) <= stop_gap(plan.weighted_speedup)
+    assert abs(result.net_bound - result.net_objective) <= stop_gap(result)
 
 
-def stop_gap(weighted_speedup: float) -> float:
+def stop_gap(result) -> float:
     """The widest gap, in weighted-speedup units, a solve may stop at (optsched.solve.incumbent): ABS_GAP, or
-    MIN_GAP of the objective, widened by the tie-break term. Relative to the net objective (the weighted speedup
-    less the move cost, which can be far smaller) the same gap can exceed MIN_GAP: 1.28e-6 was drawn once."""
-    return (1 + TIE_BREAK_SHARE) * max(ABS_GAP, MIN_GAP * abs(weighted_speedup))
+    MIN_GAP of the objective, plus what the tie-break term adds to the bound (optsched.model.objectives: eps x the
+    peak draw = TIE_BREAK_SHARE x MIN_GAP x the least w_j x best S_j). Relative to the net objective (the weighted
+    speedup less the move cost, which can be far smaller) the same gap can exceed MIN_GAP: 1.28e-6 was drawn once;
+    and a budget that keeps a job far below its best speedup makes the tie-break's share exceed TIE_BREAK_SHARE x
+    MIN_GAP of the weighted speedup: 1.38e-6 against a weighted speedup of 1.0."""
+    data = ModelData(result.workload)
+    gain = min(
+        (job.objective_weight * data.best_speedup(j) for j, job in enumerate(data.jobs) if data.options_of_job[j]),
+        default=0.0,
+    )
+    return max(ABS_GAP, MIN_GAP * abs(result.plan.weighted_speedup)) + TIE_BREAK_SHARE * MIN_GAP * gain
 
 
 @pytest.mark.slow
@@ -61,6 +70,21 @@ def test_a_failure_re_plans_to_the_new_max_min_moving_only_the_job_hit(objective
     assert_fair(result)
     assert set(moved_jobs(current, result.plan, result.workload)) <= hit
     assert result.move_cost > 0
+
+
+@pytest.mark.parametrize("objective", ["max_min_speedup", "team_max_min"])
+def test_a_budget_far_below_the_best_speedup_leaves_the_gap_to_the_tie_break(objective):
+    # Drawn by the test below: the new job runs at 0.5 where its best is 2.4, so the tie-break's share of the
+    # bound (eps x the peak draw) is over TIE_BREAK_SHARE x MIN_GAP of the weighted speedup.
+    w = workload(
+        [device("g0", "fast", 1, [(150.0, 2.0)], domain="r1"), device("g1", "mid", 2, [(50.0, 0.5)])],
+        [job("j0", work=1.0, p=0.0, priority="critical", weight=0.5)],
+        objective=objective, options=EXACT,
+    )
+    change = {"budget_w": 75.0, "remove_jobs": ["j0"], "add_jobs": [job("new", work=1.0, p=0.5, priority="normal")]}
+    result = replan_checked(w, plan_checked(w), change)
+    assert_fair(result)
+    assert result.net_bound - result.net_objective > (1 + TIE_BREAK_SHARE) * MIN_GAP * result.plan.weighted_speedup
 
 
 @pytest.mark.slow

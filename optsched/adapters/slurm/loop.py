@@ -19,7 +19,7 @@ from optsched.adapters.slurm.site import Site
 from optsched.adapters.slurm.snapshot import Node, read_snapshot
 from optsched.explain.planning import plan as plan_workload
 from optsched.night import plan_night
-from optsched.night.planner import CANDIDATE_NAMES, SLOTTED_NAME
+from optsched.night.planner import CANDIDATE_NAMES, SLOTTED_NAME, SLOTTED_RESERVED_NAME
 from optsched.replan import Change, ChangeKind, DeviceCount, Reason, replan
 from optsched.replan.schema import MOVES
 from optsched.schema.night import NightPlan, NightQueue
@@ -31,9 +31,9 @@ log = logging.getLogger(__name__)
 
 PLAN_TIME_LIMIT_S = 10.0
 # The night's candidates that keep each job on one group from start to end (the event MILP candidates may spread a
-# job over several nodes, which a Slurm job cannot be given; the slotted one starts each job on one group); apply_night
-# still refuses any timeline Slurm cannot carry.
-NIGHT_CANDIDATES = (*(c for c in CANDIDATE_NAMES if c.startswith("dispatch-")), SLOTTED_NAME)
+# job over several nodes, which a Slurm job cannot be given; the slotted ones start each job on one group);
+# apply_night still refuses any timeline Slurm cannot carry.
+NIGHT_CANDIDATES = (*(c for c in CANDIDATE_NAMES if c.startswith("dispatch-")), SLOTTED_NAME, SLOTTED_RESERVED_NAME)
 
 
 def plan_for_slurm(workload: Workload, *, time_limit_s: float = PLAN_TIME_LIMIT_S) -> Plan:
