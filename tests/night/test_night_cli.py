@@ -12,7 +12,7 @@ from optsched.cli import app
 from optsched.service import outputs as files
 from optsched.verify.timeline import verify_timeline
 from tests.night.test_night_budget import ten_jobs
-from tests.night.test_night_exact import hand_queue, preemption_queue
+from tests.night.test_night_exact import blocked_queue, hand_queue, preemption_queue
 
 runner = CliRunner()
 OUTPUTS = {"timeline.json", "segments.csv", "summary.json", "gantt.png", "power.png", ".optsched-night"}
@@ -64,12 +64,12 @@ def test_a_budget_the_first_timeline_spends_is_said_on_stderr_and_in_the_timelin
 
 
 def test_misses_exit_1_with_the_reason_and_preemption_fixes_them(tmp_path):
-    missed = night(tmp_path, preemption_queue())
+    missed = night(tmp_path, blocked_queue())
     assert missed.exit_code == 1
     assert "critical job 'C':" in missed.stderr and "held by 'L'" in missed.stderr
     summary = json.loads((tmp_path / "plans" / "night" / "summary.json").read_text())
     assert summary["status"] == "missed" and summary["hard_deadlines_missed"] == ["C"]
-    fixed = night(tmp_path, preemption_queue(), "plans/night", "--preempt", "--restart-hours", "0.1")
+    fixed = night(tmp_path, blocked_queue(), "plans/night", "--preempt", "--restart-hours", "0.1")
     assert fixed.exit_code == 0, fixed.output
 
 

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from optsched.night import NightPlan, NightStatus, plan_night
+from optsched.night.planner import SLOTTED_RESERVED_NAME
 from tests.night.conftest import START, night_checked
 from tests.support.factories import device, job, workload
 
@@ -116,8 +117,24 @@ def preemption_queue() -> dict:
     )
 
 
-def test_without_preemption_a_due_job_blocked_by_a_running_one_misses_with_the_reason():
+def blocked_queue() -> dict:
+    """preemption_queue with L high and due at 6 h: it must start at once to end by then (5 h on both devices), and
+    C, released at 1 h, cannot keep its deadline without displacing it."""
+    queue = preemption_queue()
+    queue["jobs"][0] = {**queue["jobs"][0], "priority": "high", "deadline_hours": 6.0}
+    return queue
+
+
+def test_the_planner_holds_the_devices_for_a_due_job_released_later():
+    """L can wait: the slotted schedule's reserving carrier keeps both devices free for C from its release."""
     plan = night_checked(preemption_queue())
+    by_job = {j.job: (j.start_hours, j.finish_hours) for j in plan.jobs}
+    assert by_job == {"C": (1.0, 1.75), "L": (1.75, 6.75)} and plan.ok
+    assert plan.chosen == SLOTTED_RESERVED_NAME
+
+
+def test_without_preemption_a_due_job_blocked_by_a_running_one_misses_with_the_reason():
+    plan = night_checked(blocked_queue())
     c = next(j for j in plan.jobs if j.job == "C")
     assert (c.start_hours, c.finish_hours, c.deadline_met) == (5.0, 5.75, False)
     assert "held by 'L'" in c.reason
