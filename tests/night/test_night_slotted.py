@@ -131,6 +131,7 @@ def test_slotted_schedules_keep_every_rule_and_their_timelines_verify(queue):
     if result.bound is not None and result.objective is not None:
         assert result.bound <= result.objective + 1e-6
     night_checked(queue, candidates=(SLOTTED_NAME,))
+    night_checked(queue, candidates=(SLOTTED_RESERVED_NAME,))
 
 
 def test_the_slotted_candidate_runs_its_schedule_and_is_chosen_when_best():
