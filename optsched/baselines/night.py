@@ -168,7 +168,7 @@ class EasyPolicy(ListPolicy):
         budgets = [fleet.budget_at(view.t), *(b for _, b in fleet.future_budgets(view.t))]
         known = [b for b in budgets if b is not None]
         highest = max(known) if len(known) == len(budgets) else None
-        up = list(view.up) if view.up else [g.count for g in fleet.queue.devices]
+        up = list(view.devices_up())
         for k in range(want, fleet.jobs[j].min_devices, -1):
             total, by_domain = fleet.power([_fastest(view, j, up, k)])
             if (highest is None or total <= highest + 1e-9) and all(
@@ -184,7 +184,7 @@ class EasyPolicy(ListPolicy):
         instants = sorted({view.t, *(e for e in ends.values() if e > view.t and not math.isinf(e))})
         for at in instants:
             still = {i: u for i, u in uses.items() if ends[i] > at + TIME_TOL_HOURS}
-            free_then = list(view.up) if view.up else [g.count for g in fleet.queue.devices]
+            free_then = list(view.devices_up())
             for us in still.values():
                 for u in us:
                     free_then[u.group] -= u.count
@@ -308,7 +308,7 @@ class _Profile:
 
     def _state(self, at: float) -> _State:
         fleet = self.view.fleet
-        free = list(self.view.up) if self.view.up else [g.count for g in fleet.queue.devices]
+        free = list(self.view.devices_up())
         still = [us for begin, to, us in self.items if begin <= at + TIME_TOL_HOURS < to]
         for us in still:
             for u in us:

@@ -110,7 +110,9 @@ def _tie_break_weight(data: ModelData, scale: float, spread: float) -> float:
     return TIE_BREAK_SHARE * gap * scale / max(spread, 1e-9)
 
 
-def _smallest_gain(data: ModelData) -> float:
+def smallest_gain(data: ModelData) -> float:
+    """The least w_j x best S_j over the jobs that can run (1 without any): the weighted speedup objective's
+    tie-break scale: eps x the peak draw stays below TIE_BREAK_SHARE x the gap x any job's best w_j S_j."""
     return min(
         (job.objective_weight * data.best_speedup(j) for j, job in enumerate(data.jobs) if data.options_of_job[j]),
         default=1.0,
@@ -123,7 +125,7 @@ def _most_speedup(data: ModelData) -> float:
 
 def _add_weighted_speedup(b: Builder, data: ModelData, extra: Sequence[Term] = ()) -> float:
     """max sum_j w_j S_j - eps * P + extra  (eps so small that power only breaks ties)."""
-    eps = _tie_break_weight(data, _smallest_gain(data), data.peak_power_w)
+    eps = _tie_break_weight(data, smallest_gain(data), data.peak_power_w)
     speedup, (idle, positions, draw) = _speedup_entries(data), _power_entries(data)
     b.set_objective(list(extra), -eps * idle, maximise=True, entries=[speedup, ("n", positions, -eps * draw)])
     return eps

@@ -139,7 +139,7 @@ class DispatchPolicy:
                     continue
             if wait is not None and len(held) < self.reservations:
                 at = _instant(wait, view, j)
-                spare = _free_over(free, uses, ends, [at], held)[0]
+                spare = free_over(free, uses, ends, [at], held)[0]
                 for u in wait.uses:
                     spare[u.group] -= u.count
                 held.append((at, spare, wait.uses))
@@ -169,7 +169,7 @@ def wait_option(
     restart = view.restart_of(j) if restart is None else restart
     remaining = view.remaining[j] if remaining is None else remaining
     groups, seen = fleet.groups_by_speed[j], None
-    for at, then in zip(instants, _free_over(free, uses, ends, instants, held), strict=True):
+    for at, then in zip(instants, free_over(free, uses, ends, instants, held), strict=True):
         mine = [then[g] for g in groups]
         if mine == seen:
             continue  # the same devices later: the same option, ending later
@@ -205,7 +205,7 @@ def _instant(wait: _Option, view: View, j: int) -> float:
     return wait.end - view.restart_of(j) - view.remaining[j] / s
 
 
-def _free_over(free, uses, ends, instants: list[float], held) -> list[list[int]]:
+def free_over(free, uses, ends, instants: list[float], held) -> list[list[int]]:
     """Devices per group free at each of the (sorted) instants: free now plus those of jobs ending by then, less
     the reservations starting by then; one sweep over the running jobs' ends and the reservations."""
     changes = sorted(

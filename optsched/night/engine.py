@@ -69,6 +69,10 @@ class View:
         s = self.fleet.speedup(r.job, r.uses)
         return self.t + r.restart_left + (r.remaining / s if s > 0 else math.inf)
 
+    def devices_up(self) -> tuple[int, ...]:
+        """Devices per group that are up (every device where the engine gave no `up`)."""
+        return self.up or tuple(g.count for g in self.fleet.queue.devices)
+
     def restart_of(self, j: int) -> float:
         """Hours ready job j first spends restarting if it starts now (0 unless it was preempted or failed)."""
         return self.fleet.restart_hours(j) if j in self.needs_restart else 0.0

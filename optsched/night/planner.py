@@ -357,9 +357,9 @@ def plan_night(
             logger.debug("night slotted: %s, %s", schedule.outcome.value, schedule.reason or schedule.objective)
             # No schedule ends by the horizon, found well within the limit: the shortest candidates may have kept
             # it short by missing a hard deadline (a night that waits for a critical job's release runs longer).
-            if schedule.starts or schedule.seconds >= limit / 2 or retry == SLOTTED_RETRIES:
-                break
-            if spent_before(slotted[0]):
+            if schedule.starts or schedule.seconds >= limit / 2 or retry == SLOTTED_RETRIES or spent_before(
+                slotted[0]
+            ):
                 break
             horizon *= 2.0
         # The reserving one after every other timeline in the ties (the phases below take len(runs) + 1..3).

@@ -26,6 +26,7 @@ left without devices by one that was ready first.
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import math
 import time
@@ -35,7 +36,7 @@ import highspy
 import numpy as np
 
 from optsched.night.bound import Matrix, hull_levels, slot_edges
-from optsched.night.dispatch import fits
+from optsched.night.dispatch import fits, free_over
 from optsched.night.engine import Decision, Running, View
 from optsched.night.fleet import Fleet, Use, Uses
 from optsched.night.milp import SOFT_MISS_HOURS
@@ -101,6 +102,12 @@ class Slotted:
         extra = s.count * (group.power_levels[s.level].cap_w - group.idle_w)
         return extra, (None, group.domain) if group.domain in self.queue.power.domains else (None,)
 
+    @functools.cached_property
+    def roomiest(self) -> dict[str | None, float]:
+        """Per budget, the most it allows above idle in any slot (W): `budgets` at its largest, computed once for
+        every job's ways."""
+        return {scope: max(per_slot, default=math.inf) for scope, per_slot in self.budgets().items()}
+
     def budgets(self) -> dict[str | None, list[float]]:
         """Per budget (None: the global one, else a domain) and slot, the watts above idle it allows (inf: none);
         window edges are slot edges, so the global budget is the one in force at the slot's middle."""
@@ -140,9 +147,9 @@ def job_options(model: Slotted, j: int) -> list[tuple[int, int, int, float, rang
     q, fleet, edges = model.queue, model.fleet, model.edges
     job = q.jobs[j]
     first = bisect.bisect_left(edges, job.release_hours - 1e-9)
-    # The most each budget allows above idle in any slot: a way that draws more never runs, and a hard deadline
-    # that only such ways could keep must not rule out the ways that can run (the model would have no schedule).
-    roomiest = {scope: max(per_slot, default=math.inf) for scope, per_slot in model.budgets().items()}
+    # A way that draws more than a budget allows in any slot never runs, and a hard deadline that only such ways
+    # could keep must not rule out the ways that can run (the model would have no schedule).
+    roomiest = model.roomiest
     out = []
     for g in fleet.eligible_groups[j]:
         levels = sorted({fleet.fastest_level(j, g), *hull_levels(q, g)})
@@ -430,7 +437,7 @@ class SlottedPolicy:
         self.name = name
         self.schedule = schedule
         self.reserve = reserve
-        self.rank = {s.job: k for k, s in enumerate(schedule.starts)}
+        self.order = [s.job for s in schedule.starts]  # by slotted start (solve_slotted sorts them)
         self.start = {s.job: s for s in schedule.starts}
         self._reported = False
 
@@ -445,12 +452,14 @@ class SlottedPolicy:
         # now when it has passed) against the jobs ranked after them, as stalled jobs hold theirs from their
         # resumption: a job starts early only where it leaves them room.
         held: dict[int, Running] = {}
-        for j in sorted(self.start, key=lambda j: (self.rank[j], j)):
+        for j in self.order:
             s = self.start[j]
+            pending = self.reserve and j not in ready and j not in running and view.work_left.get(j, 0.0) > 0.0
+            if j not in ready and not pending:
+                continue
             wanted = self._wanted(view, j, s)
-            if j not in ready:
-                if self.reserve and j not in running and view.work_left.get(j, 0.0) > 0.0:
-                    held[j] = Running(j, wanted, 0.0, 0.0, since=max(view.t, s.start))
+            if pending:
+                held[j] = Running(j, wanted, 0.0, 0.0, since=max(view.t, s.start))
                 continue
             speed = view.fleet.speedup(j, wanted)
             end = view.t + view.restart_of(j) + (view.remaining[j] / speed if speed > 0 else math.inf)
@@ -472,22 +481,21 @@ class SlottedPolicy:
     @staticmethod
     def _wanted(view: View, j: int, s: Start) -> Uses:
         """Job j's slotted group, level and count (its min_devices at least; fewer while devices are down)."""
-        up = view.up[s.group] if view.up else view.fleet.queue.devices[s.group].count
+        up = view.devices_up()[s.group]
         return (Use(s.group, s.level, max(view.fleet.jobs[j].min_devices, min(s.count, up))),)
 
     @staticmethod
     def _room(view: View, wanted: Use, end: float, uses, ends, held: dict[int, Running]) -> bool:
         """`wanted`'s devices are free beside the running jobs' and the held ones' at each held job's start before
         `end` (from now on)."""
-        g = wanted.group
-        up = view.up[g] if view.up else view.fleet.queue.devices[g].count
-        # (from, until, devices of group g): the running jobs' from now, the held ones' from their start on.
-        spans = [(view.t, ends[i], sum(u.count for u in us if u.group == g)) for i, us in uses.items()]
-        spans += [(r.since, math.inf, sum(u.count for u in r.uses if u.group == g)) for r in held.values()]
-        for at in sorted({r.since for r in held.values() if r.since < end - TIME_TOL_HOURS}):
-            at = max(at, view.t)
-            busy = sum(n for since, until, n in spans if since <= at + TIME_TOL_HOURS and (until > at + TIME_TOL_HOURS
-                       or at == view.t))
-            if busy + wanted.count > up:
-                return False
-        return True
+        instants = sorted({r.since for r in held.values() if r.since < end - TIME_TOL_HOURS})
+        if not instants:
+            return True
+        # Devices up less every running job's, then the dispatch's sweep: those ending by each instant come back,
+        # the held ones starting by then are taken.
+        base = list(view.devices_up())
+        for us in uses.values():
+            for u in us:
+                base[u.group] -= u.count
+        reserved = [(r.since, None, r.uses) for r in held.values()]
+        return all(then[wanted.group] >= wanted.count for then in free_over(base, uses, ends, instants, reserved))

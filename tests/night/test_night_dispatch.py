@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optsched.night.dispatch import _free_over
+from optsched.night.dispatch import free_over
 from optsched.night.fleet import Fleet, Use
 from optsched.night.planner import CANDIDATE_NAMES, score
 from optsched.schema.night import NightQueue
@@ -228,5 +228,5 @@ def _free_then(free, uses, ends, at: float, held) -> list[int]:
 @given(running_and_reserved())
 def test_the_devices_free_at_each_instant_in_one_sweep_are_those_counted_at_each(case):
     free, uses, ends, held, instants = case
-    swept = _free_over(free, uses, ends, instants, held)
+    swept = free_over(free, uses, ends, instants, held)
     assert swept == [_free_then(free, uses, ends, at, held) for at in instants]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import optsched
 from optsched.model.data import ModelData
-from optsched.model.objectives import TIE_BREAK_SHARE
+from optsched.model.objectives import TIE_BREAK_SHARE, smallest_gain
 from optsched.replan import moved_jobs
 from optsched.schema.tolerances import FAIRNESS_TOLERANCE
 from optsched.solve.incumbent import ABS_GAP, MIN_GAP
@@ -47,11 +47,7 @@ def stop_gap(result) -> float:
     speedup less the move cost, which can be far smaller) the same gap can exceed MIN_GAP: 1.28e-6 was drawn once;
     and a budget that keeps a job far below its best speedup makes the tie-break's share exceed TIE_BREAK_SHARE x
     MIN_GAP of the weighted speedup: 1.38e-6 against a weighted speedup of 1.0."""
-    data = ModelData(result.workload)
-    gain = min(
-        (job.objective_weight * data.best_speedup(j) for j, job in enumerate(data.jobs) if data.options_of_job[j]),
-        default=0.0,
-    )
+    gain = smallest_gain(ModelData(result.workload))
     return max(ABS_GAP, MIN_GAP * abs(result.plan.weighted_speedup)) + TIE_BREAK_SHARE * MIN_GAP * gain
 
 
