@@ -44,6 +44,8 @@ class _StuckHighs:
     def __init__(self):
         self.cbMipImprovingSolution = self._Callbacks()
         self.cbMipInterrupt = self._Callbacks()
+        self.cbSimplexInterrupt = self._Callbacks()
+        self.cbIpmInterrupt = self._Callbacks()
         self.cancelled = False
 
     def setOptionValue(self, name, value):

@@ -201,6 +201,12 @@ class _Incumbents:
         self.values: np.ndarray | None = None
         self.bound: float | None = None
         self.fresh = False
+        self.stop = False  # set by the watchdog: every interrupt event of this solve stops it
+
+    def interrupt(self, e) -> None:
+        # HiGHS keeps a callback's interrupt flag from one solve to the next: a solve once cancelled would stop
+        # every later solve of the same model at its first check (kInterrupt at once). Each event says it anew.
+        e.interrupt(self.stop)
 
     def improving(self, e) -> None:
         solution = np.array(e.data_out.mip_solution, dtype=np.float64)
@@ -275,9 +281,11 @@ def run_highs(
             return SolveResult(Outcome.limit_without_solution, None, None, 0.0, None)
         time.sleep(POLL_S / 5)
     limit = wall_deadline - time.monotonic()
-    # HiGHS compares time_limit with the run time summed over every run of this object (ERGO-Code/HiGHS#1331,
-    # #1477): a model solved again (cut loop, column generation) would otherwise stop at once.
-    h.setOptionValue("time_limit", h.getRunTime() + limit)
+    # HiGHS compares an LP's time_limit with the run time summed over every run of this object (ERGO-Code/HiGHS#1331,
+    # #1477), a MIP's with its own run's clock (highspy 1.16; tests/test_highs_runs.py holds both): an LP solved
+    # again (column generation) would stop at once, a MIP after others would run past its limit by their time.
+    mip = not relax and (integer_columns is None or len(integer_columns) > 0)
+    h.setOptionValue("time_limit", limit if mip else h.getRunTime() + limit)
     h.setOptionValue("mip_rel_gap", mip_gap)
     # HiGHS's default absolute gap (1e-6) would stop it short of small relative gaps on small objectives.
     h.setOptionValue("mip_abs_gap", 1e-9)
@@ -298,6 +306,9 @@ def run_highs(
     if watching:
         h.cbMipImprovingSolution += seen.improving
         h.cbMipInterrupt += seen.progress
+    h.cbSimplexInterrupt += seen.interrupt
+    h.cbIpmInterrupt += seen.interrupt
+    h.cbMipInterrupt += seen.interrupt
     abandoned = False
     try:
         h.startSolve()
@@ -309,6 +320,7 @@ def run_highs(
                 on_poll(*seen.take())
             if not finished and time.monotonic() >= stop:
                 log.warning("HiGHS overran its %.2f s limit; interrupting it", limit)
+                seen.stop = True
                 h.cancelSolve()
                 finished, _ = h.wait(CANCEL_WAIT_S)
                 if not finished:
@@ -333,6 +345,9 @@ def run_highs(
             if watching:
                 h.cbMipImprovingSolution -= seen.improving
                 h.cbMipInterrupt -= seen.progress
+            h.cbSimplexInterrupt -= seen.interrupt
+            h.cbIpmInterrupt -= seen.interrupt
+            h.cbMipInterrupt -= seen.interrupt
             if integer_cols is not None and len(integer_cols):
                 h.changeColsIntegrality(len(integer_cols), integer_cols, np.ones(len(integer_cols), dtype=np.uint8))
 
