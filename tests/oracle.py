@@ -10,7 +10,9 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from optsched.model.data import ModelData
 from optsched.schema.workload import PRIORITY_WEIGHT, Priority, Workload
+from optsched.solve.construct import construct
 
 Assignment = dict[str, dict[tuple[str, float], int]]  # job id -> {(group id, cap_w): devices}
 
@@ -153,3 +155,15 @@ def brute_force(workload: Any) -> tuple[float | None, Assignment]:
 
     search(0, {gid: g.count for gid, g in groups.items()}, [])
     return best_value, best
+
+
+def tiny_case(workload: dict) -> tuple[Workload, float] | None:
+    """A tiny weighted_speedup workload with its optimum by exhaustive search, or None where there is nothing to
+    compare (another objective, nothing feasible, or no first plan)."""
+    w = Workload.load(workload)
+    if w.objective != "weighted_speedup":
+        return None
+    optimum, _ = brute_force(w)
+    if optimum is None or not construct(ModelData(w)):
+        return None
+    return w, optimum

@@ -30,7 +30,7 @@ from optsched.solve.extract import exact_speedups, extract, weighted
 from optsched.solve.highs import Outcome
 from optsched.testing.instances import generate_racks
 from optsched.verify.placement import verify
-from tests.oracle import _job_options, brute_force
+from tests.oracle import _job_options, brute_force, tiny_case
 from tests.support.columns import run_columns
 from tests.support.factories import tiny_workloads
 from tests.support.timing import past_deadline
@@ -416,12 +416,10 @@ def test_early_stop_ends_the_rounds_with_a_valid_bound():
 @given(tiny_workloads(max_jobs=4, max_groups=3, max_count=4))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_tight_controls_keep_bounds_and_plans_around_the_optimum(workload):
-    w = Workload.load(workload)
-    if w.objective != "weighted_speedup":
+    case = tiny_case(workload)
+    if case is None:
         return
-    optimum, _ = brute_force(w)
-    if optimum is None or not construct(ModelData(w)):
-        return
+    w, optimum = case
     data, stats, plans, bounds, value = run_columns(w, TIGHT, seconds=10.0)
     tol = 1e-6 * max(1.0, abs(optimum))
     assert bounds and min(bounds) >= optimum - tol and stats.bound >= optimum - tol
