@@ -238,9 +238,10 @@ def test_final_bound_from_the_center_is_no_worse_and_never_below_the_optimum(cas
 # -- the rounds' machinery: partial pricing, column management, smoothing, early stop --------------------------
 
 # Every mechanism off: each round prices every job at the LP's duals, keeps every column, runs to convergence.
-PLAIN = Controls(smoothing=0.0, partial=0.0, drop_after=0, early_stop=0.0)
-# Every mechanism on and tight enough to act on tiny workloads.
-TIGHT = Controls(smoothing=0.7, partial=0.1, partial_min=1, drop_after=1, early_stop=0.0)
+PLAIN = Controls(smoothing=0.0, partial=0.0, drop_after=0, early_stop=0.0, stall_rounds=0)
+# Every mechanism on and tight enough to act on tiny workloads, but the rounds run to convergence (the stall rule
+# has its test in tests/test_fleet_search.py).
+TIGHT = Controls(smoothing=0.7, partial=0.1, partial_min=1, drop_after=1, early_stop=0.0, stall_rounds=0)
 
 
 def _lp_duals(w: Workload, seed: int):
@@ -382,7 +383,8 @@ def test_columns_unused_for_fewer_rounds_than_the_limit_stay():
 @pytest.mark.slow
 def test_stabilised_rounds_reach_the_lp_bound_of_unstabilised_ones():
     w = generate_racks("M", 0)
-    results = {name: run_columns(w, c) for name, c in (("plain", PLAIN), ("tight", TIGHT), ("default", Controls()))}
+    runs = (("plain", PLAIN), ("tight", TIGHT), ("default", Controls(stall_rounds=0)))
+    results = {name: run_columns(w, c) for name, c in runs}
     lp = {name: r[1].lp_value for name, r in results.items()}
     for name, (data, stats, plans, bounds, value) in results.items():
         assert stats.converged, name

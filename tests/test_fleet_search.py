@@ -143,8 +143,7 @@ def test_the_search_ends_at_its_deadline_and_when_the_gap_closes():
 @pytest.mark.slow
 def test_stalled_rounds_end_early_with_a_bound_that_still_holds(monkeypatch):
     w = generate_racks("M", 0)
-    monkeypatch.setattr(generation, "STALL_ROUNDS", 1)
     monkeypatch.setattr(generation, "STALL_SHARE", 10.0)  # any round rises by less than 10 x the LP: stalled
-    _, stats, _, bounds, value = run_columns(w, Controls(), gap=0.05, seconds=6.0)
+    _, stats, _, bounds, value = run_columns(w, Controls(stall_rounds=1), gap=0.05, seconds=6.0)
     assert stats.stalled and not stats.converged and stats.rounds == 2
     assert min(bounds) >= value - 1e-6 * value

@@ -71,8 +71,9 @@ def search_blocks(
     master: ColumnMaster, best: Callable[[], tuple[Counts, float]], deadline: float, consider: Consider,
     open_gap: Callable[[], bool], threads: int | None = None,
 ) -> SearchStats:
-    """Steps until `deadline`, or until `open_gap()` says the best plan is close enough; every plan a step finds
-    goes to `consider` (which keeps the best)."""
+    """Steps until `deadline`, until `open_gap()` says the best plan is close enough, or until a step freeing every
+    block is proven optimal with nothing better; every plan a step finds goes to `consider` (which keeps the
+    best)."""
     stats = SearchStats(start_value=best()[1], value=best()[1])
     block = blocks_of(master)
     blocks = int(block.max()) + 1 if len(block) else 0
@@ -92,12 +93,14 @@ def search_blocks(
         stats.steps += 1
         better = best()[1] > value
         stats.improved += better
+        log.debug("block search step %d: %d blocks freed, %s, plan %.3f", stats.steps, int(chosen.sum()),
+                  outcome.value, best()[1])
         if not better:
+            if outcome is Outcome.optimal and freed == blocks:
+                break  # every block freed and proven: the plan is the master's optimum over its columns
             # Nothing better: a step stopped by its time frees fewer blocks, one solved to its optimum more.
             grown = max(freed + 1, int(GROW * freed)) if outcome is Outcome.optimal else int(SHRINK * freed)
             freed = min(blocks, max(1, grown))
-        log.debug("block search step %d: %d blocks freed, %s, plan %.3f", stats.steps, int(chosen.sum()),
-                  outcome.value, best()[1])
     stats.value = best()[1]
     return stats
 

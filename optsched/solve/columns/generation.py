@@ -79,7 +79,8 @@ class Controls:
     mechanism off: `smoothing` (Wentges: price at smoothing x the prices of the least bound so far + the rest x
     the LP duals), `partial` (columns asked per round, as a share of the jobs; `partial_min` at least),
     `drop_after` (rounds a column may stay unused), `early_stop` (share of the gap, see EARLY_STOP),
-    `final_bound` (share of the time after the rounds, see FINAL_BOUND_SHARE), `shrink` (the LP's fractional
+    `final_bound` (share of the time after the rounds, see FINAL_BOUND_SHARE), `stall_rounds` (see STALL_ROUNDS),
+    `shrink` (the LP's fractional
     columns' smaller versions join the integer master, `ColumnMaster.shrunk`). `workers`: processes pricing the
     blocks of jobs of a round (1: this one; the columns are the same); `fan_out`: a queue whose workers price the
     large rounds (optsched.solve.columns.fanout), before local processes; `threads`: threads pricing and bounding
@@ -91,6 +92,7 @@ class Controls:
     partial_min: int = PARTIAL_MIN
     drop_after: int = DROP_AFTER
     early_stop: float = EARLY_STOP
+    stall_rounds: int = STALL_ROUNDS
     workers: int = 1
     final_bound: float = FINAL_BOUND_SHARE
     shrink: bool = True
@@ -228,7 +230,8 @@ def _generate_and_solve(
             stats.early_stop = True
             break
         lp_values.append(stats.lp_value)
-        if len(lp_values) > STALL_ROUNDS and lp_values[-1] - lp_values[-1 - STALL_ROUNDS] < STALL_SHARE * abs(
+        stall = controls.stall_rounds
+        if stall > 0 and len(lp_values) > stall and lp_values[-1] - lp_values[-1 - stall] < STALL_SHARE * abs(
             lp_values[-1]
         ):
             stats.stalled = True
